@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: GPL-2.0
+# bpfsampler build. Outputs go to $(OUTPUT) (default .output/); the binary is
+# copied to ./bpfsampler. `make V=1` shows full commands.
+#
+#   make            build ./bpfsampler
+#   make profile    install what is missing, build, profile this machine 30 s
+#   make check      install what is missing, build, run every test (as root)
+#   make unit       build the unit tests (no root needed to run them)
+#   make workloads  build the test/benchmark workloads
+#   make clean
+
+OUTPUT ?= .output
+abs_output := $(abspath $(OUTPUT))
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+PKG_CONFIG ?= pkg-config
+
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
+	-e 's/ppc64le/powerpc/' -e 's/riscv64/riscv/' -e 's/s390x/s390/')
+
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+
+LIBBPF_CFLAGS := $(shell $(PKG_CONFIG) --cflags libbpf 2>/dev/null)
+LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf)
+LIBELF_LIBS := $(shell $(PKG_CONFIG) --libs libelf 2>/dev/null || echo -lelf)
+
+CFLAGS ?= -O2 -g
+CFLAGS += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+	-std=gnu11 -fno-omit-frame-pointer
+# -iquote: our features.h must not shadow glibc's <features.h>.
+CPPFLAGS += -iquote include -iquote $(OUTPUT) $(LIBBPF_CFLAGS) -D_GNU_SOURCE \
+	-DBPFSAMPLER_VERSION='"$(VERSION) ($(GIT_REV))"'
+DEPFLAGS = -MMD -MP
+LDLIBS += $(LIBBPF_LIBS) $(LIBELF_LIBS) -lz
+
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
+	-Wall -Wno-unused-function
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.DELETE_ON_ERROR:
+.SECONDARY:
+.DEFAULT_GOAL := all
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+
+# Every loader module but main.c goes into a library that tests link too.
+LIB_SRCS := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_OBJS := $(patsubst src/%.c,$(OUTPUT)/src/%.o,$(LIB_SRCS))
+LIB_A := $(OUTPUT)/libbpfsampler.a
+MAIN_OBJ := $(OUTPUT)/src/main.o
+
+all: bpfsampler
+
+$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/src:
+	$(Q)mkdir -p $@
+
+# BPF objects: CO-RE, against the committed vmlinux/vmlinux.h.
+$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/vmlinux.h | $(OUTPUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -MT $@ -c $< -o $@.tmp
+	$(Q)llvm-strip -g $@.tmp 2>/dev/null || true
+	$(Q)mv $@.tmp $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o | $(OUTPUT)
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp
+	$(Q)mv $@.tmp $@
+
+# Loader objects wait for the skeletons: some include them.
+$(OUTPUT)/src/%.o: src/%.c $(SKELS) | $(OUTPUT)/src
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(LIB_A): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(OUTPUT)/bpfsampler: $(MAIN_OBJ) $(LIB_A)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+bpfsampler: $(OUTPUT)/bpfsampler
+	$(Q)cp $< $@
+
+# Test and benchmark builds live beside their sources.
+-include tests/unit/unit.mk
+-include tests/workloads/workloads.mk
+
+# The README's two commands: each installs what is missing, then builds.
+PROFILE_SECONDS ?= 30
+PROFILE_OUT ?= bpfsampler.folded
+
+profile:
+	$(Q)tools/install-deps.sh
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)./bpfsampler -F 4000 -d $(PROFILE_SECONDS) -o $(PROFILE_OUT)
+	@echo "profile written to $(abspath $(PROFILE_OUT)) (flamegraph.pl $(PROFILE_OUT) > cpu.svg)"
+
+check:
+	$(Q)tools/install-deps.sh
+	$(Q)$(MAKE) --no-print-directory all unit workloads
+	$(Q)tests/run
+
+deps:
+	$(Q)tools/install-deps.sh
+
+clean:
+	$(call msg,CLEAN,$(OUTPUT))
+	$(Q)rm -rf $(OUTPUT) bpfsampler
+
+.PHONY: all check clean deps profile unit workloads
+
+-include $(wildcard $(OUTPUT)/bpf/*.d $(OUTPUT)/src/*.d)

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Function symbols of one ELF file: .symtab and .dynsym merged, sorted by
+ * address, looked up by binary search. Also the file's PT_LOAD layout (to turn
+ * a file offset into an ELF virtual address) and its GNU build-ID.
+ */
+#ifndef BPFSAMPLER_ELF_SYMS_H
+#define BPFSAMPLER_ELF_SYMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct symtab;
+
+/* Loads the symbols of the ELF file at path. Returns 0 or -errno
+ * (-ENOEXEC: not an ELF file). A file with no symbols loads fine and has
+ * symtab__nr_syms() == 0. */
+int symtab__load(const char *path, struct symtab **out);
+/* The same from an ELF image in memory (e.g. the vDSO); buf is copied. */
+int symtab__load_mem(const void *buf, size_t size, struct symtab **out);
+void symtab__free(struct symtab *st);
+
+/* Name of the function containing ELF virtual address vaddr, or NULL. A
+ * symbol with size 0 covers up to the next symbol. *sym_off (may be NULL) gets
+ * vaddr - symbol start. */
+const char *symtab__find(const struct symtab *st, uint64_t vaddr, uint64_t *sym_off);
+/* File offset -> ELF virtual address through the PT_LOAD program headers.
+ * Returns 0 or -ENOENT when no PT_LOAD segment covers off. */
+int symtab__off_to_vaddr(const struct symtab *st, uint64_t off, uint64_t *vaddr);
+/* Lowercase hex of NT_GNU_BUILD_ID, or NULL when the file has none. */
+const char *symtab__build_id(const struct symtab *st);
+size_t symtab__nr_syms(const struct symtab *st);
+
+#endif

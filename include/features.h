@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* What this machine offers, probed once at start-up. */
+#ifndef BPFSAMPLER_FEATURES_H
+#define BPFSAMPLER_FEATURES_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Checks root or CAP_BPF+CAP_PERFMON (+CAP_SYS_ADMIN for older kernels),
+ * kernel BTF and perf-event support. On failure prints one line naming what
+ * is missing and what to do, and returns -errno. */
+int features__check(void);
+/* Number of possible CPUs (what per-CPU maps are sized by), or -errno. */
+int features__nr_cpus(void);
+bool features__cpu_online(int cpu);
+/* kernel.perf_event_max_sample_rate, or -1 when unreadable. */
+long features__max_sample_rate(void);
+/* kernel.perf_event_max_stack, or -1 when unreadable. */
+long features__max_stack(void);
+/* The table printed by --version -v. */
+void features__print(FILE *f);
+
+#endif

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Folded stacks, the input of flamegraph.pl: "frame0;frame1;...;leaf COUNT",
+ * one line per distinct stack. Identical stacks added twice are merged; lines
+ * are written sorted, so the output is deterministic.
+ */
+#ifndef BPFSAMPLER_FOLDED_H
+#define BPFSAMPLER_FOLDED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct folded;
+
+int folded__new(struct folded **out);
+void folded__free(struct folded *f);
+/* frames[0] is the outermost frame (the comm). A ';' inside a frame would
+ * split it, so it becomes ':'; control characters become '?'; an empty frame
+ * becomes "[empty]". Returns 0 or -ENOMEM. */
+int folded__add(struct folded *f, const char *const *frames, size_t nr, uint64_t count);
+int folded__write(const struct folded *f, FILE *out);
+size_t folded__nr_lines(const struct folded *f);
+
+#endif

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Kernel text symbols from /proc/kallsyms, modules included. */
+#ifndef BPFSAMPLER_KSYMS_H
+#define BPFSAMPLER_KSYMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ksym {
+	uint64_t addr;
+	const char *name;
+	const char *module; /* NULL for vmlinux */
+};
+
+struct ksyms;
+
+/* Loads path (NULL: /proc/kallsyms); text symbols only. Returns 0 or -errno.
+ * When kptr_restrict hides addresses (all zero), loads no symbols and
+ * ksyms__hidden() is true. */
+int ksyms__load(const char *path, struct ksyms **out);
+/* The symbol containing addr (the last one at or below it), or NULL. */
+const struct ksym *ksyms__find(const struct ksyms *ks, uint64_t addr);
+bool ksyms__hidden(const struct ksyms *ks);
+void ksyms__free(struct ksyms *ks);
+
+#endif

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The command line: parsing is pure (unit-tested); checks against the
+ * running system (pids exist, rate allowed) are a separate step. */
+#ifndef BPFSAMPLER_OPTS_H
+#define BPFSAMPLER_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define OPTS_DEFAULT_FREQ 4000
+#define OPTS_MAX_FREQ 100000 /* the kernel's hrtimer floor: 10 us */
+#define OPTS_DEFAULT_MAP_ENTRIES 65536
+#define OPTS_DEFAULT_STACK_ENTRIES 16384
+/* = BPFS_MAX_STACK_DEPTH: bpf_get_stack()'s limit (sampler.c asserts it) */
+#define BPFS_MAX_DEPTH_OPT 127
+
+struct int_list {
+	int *v;
+	size_t nr;
+};
+
+struct opts {
+	unsigned int freq;	 /* Hz */
+	double duration;	 /* seconds; 0: until Ctrl-C or the command exits */
+	struct int_list pids;	 /* -p */
+	struct int_list tids;	 /* -t */
+	struct int_list cpus;	 /* -C; empty: every online CPU */
+	bool user_only;		 /* -U */
+	bool kernel_only;	 /* -K */
+	bool include_idle;	 /* -I */
+	bool annotate;		 /* --annotate: kernel frames get _[k] */
+	const char *output;	 /* -o; NULL: stdout */
+	unsigned int max_depth;	 /* --max-stack-depth */
+	unsigned int map_entries;   /* --map-entries */
+	unsigned int stack_entries; /* --stack-entries */
+	unsigned int stack_id_bits; /* --debug-stack-id-bits (tests only) */
+	int verbose;		 /* -v, repeatable */
+	char **command;		 /* after "--"; NULL-terminated, or NULL */
+};
+
+enum opts_result {
+	OPTS_RUN = 0,	/* go on and profile */
+	OPTS_EXIT = 1,	/* --help or --version printed: exit 0 */
+	OPTS_USAGE = -1, /* bad command line, message printed: exit 2 */
+};
+
+/* Parses argv into o (which it initializes). Messages go through log.h. */
+enum opts_result opts__parse(struct opts *o, int argc, char **argv);
+/* Checks o against this machine: pids/tids exist, CPUs are online, the rate
+ * is within kernel.perf_event_max_sample_rate. OPTS_RUN or OPTS_USAGE. */
+enum opts_result opts__check_system(const struct opts *o);
+void opts__free(struct opts *o);
+void opts__usage(FILE *f);
+
+/* "1,3,5-7" -> list; exported for tests. Returns 0 or -EINVAL. */
+int opts__parse_list(const char *s, bool ranges, struct int_list *out);
+
+#endif

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Turns what the sampler counted into named folded stacks, and the
+ * summary on stderr. */
+#ifndef BPFSAMPLER_REPORT_H
+#define BPFSAMPLER_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct folded;
+struct sampler;
+struct sampler_stats;
+struct symbolizer;
+
+struct report_opts {
+	bool annotate;	    /* kernel frames get the _[k] suffix */
+	bool kernel_only;   /* user-mode samples show as [user space] */
+};
+
+struct report_stats {
+	uint64_t samples;	/* counted in folded lines, lost lines excluded */
+	uint64_t lost;		/* in [lost] lines */
+	uint64_t keys;		/* (pid, tid, comm, stacks) keys read */
+	uint64_t processes;	/* distinct pids */
+	uint64_t stacks;	/* distinct stacks read */
+	uint64_t stacks_missing; /* ids not found in the stacks map */
+};
+
+int report__build(struct sampler *s, struct symbolizer *sym, const struct report_opts *o,
+		  const struct sampler_stats *st, struct folded *out, struct report_stats *rs);
+/* Human summary of a run, on f. */
+void report__summary(FILE *f, const struct sampler_stats *st, const struct report_stats *rs,
+		     size_t nr_lines, double seconds);
+
+#endif

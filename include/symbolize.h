@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Names for sampled addresses. User addresses are first normalized
+ * (process -> mapping -> file offset -> ELF address) and then looked up in
+ * that file's symbol table, cached per file (device, inode) so a library
+ * mapped by many processes is parsed once. Kernel addresses use kallsyms.
+ */
+#ifndef BPFSAMPLER_SYMBOLIZE_H
+#define BPFSAMPLER_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct symbolizer;
+
+struct symbolizer_stats {
+	uint64_t user_frames;	/* user frames looked up */
+	uint64_t user_named;	/* of which named by a symbol */
+	uint64_t kernel_frames;
+	uint64_t kernel_named;
+	uint64_t processes;	/* processes whose mappings were read */
+	uint64_t files;		/* ELF files parsed */
+};
+
+int symbolizer__new(struct symbolizer **out);
+void symbolizer__free(struct symbolizer *sym);
+/* A process was seen (again): read its mappings while it is alive. A new
+ * comm means it exec'd: the mappings are read anew. */
+void symbolizer__note_process(struct symbolizer *sym, int pid, const char *comm);
+/*
+ * The name of a frame: the function, else "module+0xOFF" (ELF address in
+ * that file), else "[anon]+0xADDR" / "[unmapped]+0xADDR". ret_addr: addr is
+ * a return address (every frame but the leaf), so addr-1 is looked up, which
+ * keeps a call at the very end of a function from naming the next one.
+ * The string lives as long as sym.
+ */
+const char *symbolizer__user(struct symbolizer *sym, int pid, uint64_t addr, bool ret_addr);
+const char *symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_addr);
+void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out);
+
+#endif

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <linux/capability.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "features.h"
+#include "log.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+static long read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+long features__max_sample_rate(void)
+{
+	return read_long("/proc/sys/kernel/perf_event_max_sample_rate");
+}
+
+long features__max_stack(void)
+{
+	return read_long("/proc/sys/kernel/perf_event_max_stack");
+}
+
+int features__nr_cpus(void)
+{
+	return libbpf_num_possible_cpus();
+}
+
+bool features__cpu_online(int cpu)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+	bool online = false;
+	int lo, hi;
+	char sep;
+
+	if (!f)
+		return cpu >= 0 && cpu < features__nr_cpus();
+	/* A list of ranges such as "0-3,5\n". */
+	while (!online && fscanf(f, "%d", &lo) == 1) {
+		hi = lo;
+		if (fscanf(f, "%c", &sep) == 1 && sep == '-') {
+			if (fscanf(f, "%d", &hi) != 1)
+				break;
+			if (fscanf(f, "%c", &sep) != 1)
+				sep = '\n';
+		}
+		online = cpu >= lo && cpu <= hi;
+		if (sep != ',')
+			break;
+	}
+	fclose(f);
+	return online;
+}
+
+static bool has_cap(const struct __user_cap_data_struct *d, int cap)
+{
+	return d[cap / 32].effective & (1U << (cap % 32));
+}
+
+static bool have_privileges(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = {};
+
+	if (geteuid() == 0)
+		return true;
+	if (syscall(SYS_capget, &hdr, data))
+		return false;
+	return has_cap(data, CAP_SYS_ADMIN) ||
+	       (has_cap(data, CAP_BPF) && has_cap(data, CAP_PERFMON));
+}
+
+static bool have_btf(void)
+{
+	return access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+}
+
+/* Opens (and closes) a disabled cpu-clock event on CPU 0: tells us whether
+ * perf events exist at all (CONFIG_PERF_EVENTS) and are allowed. */
+static int probe_perf_events(void)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_period = 1000000,
+		.disabled = 1,
+	};
+	int fd;
+
+	fd = syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+int features__check(void)
+{
+	int err;
+
+	if (!have_privileges()) {
+		p_err("not enough privileges: run as root (sudo bpfsampler ...) or grant "
+		      "CAP_BPF and CAP_PERFMON (setcap cap_bpf,cap_perfmon+ep bpfsampler)");
+		return -EPERM;
+	}
+	if (!have_btf()) {
+		p_err("this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): use a "
+		      "kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian's stock kernels are)");
+		return -ENOTSUP;
+	}
+	err = probe_perf_events();
+	if (err == -ENOENT || err == -ENOSYS || err == -EOPNOTSUPP) {
+		p_err("this kernel has no perf events (perf_event_open: %s): use a kernel "
+		      "built with CONFIG_PERF_EVENTS=y", strerror(-err));
+		return err;
+	}
+	if (err == -EACCES || err == -EPERM) {
+		p_err("perf_event_open is refused (%s): run as root, or lower "
+		      "kernel.perf_event_paranoid, or grant CAP_PERFMON", strerror(-err));
+		return err;
+	}
+	if (err) {
+		p_err("cannot open a cpu-clock perf event: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+void features__print(FILE *f)
+{
+	struct utsname u;
+
+	uname(&u);
+	fprintf(f, "kernel:                           %s %s\n", u.release, u.machine);
+	fprintf(f, "libbpf:                           %u.%u\n", libbpf_major_version(),
+		libbpf_minor_version());
+	fprintf(f, "privileges (root/CAP_BPF+PERFMON): %s\n", have_privileges() ? "yes" : "no");
+	fprintf(f, "kernel BTF:                       %s\n", have_btf() ? "yes" : "no");
+	fprintf(f, "perf events (cpu-clock):          %s\n",
+		probe_perf_events() == 0 ? "yes" : "no");
+	fprintf(f, "possible CPUs:                    %d\n", features__nr_cpus());
+	fprintf(f, "perf_event_max_sample_rate:       %ld\n", features__max_sample_rate());
+	fprintf(f, "perf_event_max_stack:             %ld\n", features__max_stack());
+}

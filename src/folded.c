@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "folded.h"
+#include "hashmap.h"
+
+struct line {
+	uint64_t count;
+	char text[]; /* the joined frames, also the hashmap key */
+};
+
+struct folded {
+	struct hashmap *lines;
+	char *buf; /* scratch for joining */
+	size_t cap;
+};
+
+int folded__new(struct folded **out)
+{
+	struct folded *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	f->lines = hashmap__new(hashmap__hash_str, hashmap__equal_str);
+	if (!f->lines) {
+		free(f);
+		return -ENOMEM;
+	}
+	*out = f;
+	return 0;
+}
+
+void folded__free(struct folded *f)
+{
+	void *val;
+
+	if (!f)
+		return;
+	for (size_t i = 0; hashmap__next(f->lines, &i, NULL, &val);)
+		free(val);
+	hashmap__free(f->lines);
+	free(f->buf);
+	free(f);
+}
+
+static int reserve(struct folded *f, size_t need)
+{
+	char *nb;
+
+	if (need <= f->cap)
+		return 0;
+	nb = realloc(f->buf, need * 2);
+	if (!nb)
+		return -ENOMEM;
+	f->buf = nb;
+	f->cap = need * 2;
+	return 0;
+}
+
+/* Appends frame at buf+len, sanitized; returns the new length. */
+static size_t put_frame(char *buf, size_t len, const char *frame)
+{
+	if (!*frame)
+		frame = "[empty]";
+	for (const char *p = frame; *p; p++) {
+		char c = *p;
+
+		if (c == ';')
+			c = ':';
+		else if ((unsigned char)c < 0x20 || c == 0x7f)
+			c = '?';
+		buf[len++] = c;
+	}
+	return len;
+}
+
+int folded__add(struct folded *f, const char *const *frames, size_t nr, uint64_t count)
+{
+	size_t need = 1, len = 0;
+	struct line *line;
+
+	for (size_t i = 0; i < nr; i++)
+		need += strlen(frames[i]) + sizeof("[empty];");
+	if (reserve(f, need))
+		return -ENOMEM;
+	for (size_t i = 0; i < nr; i++) {
+		if (i)
+			f->buf[len++] = ';';
+		len = put_frame(f->buf, len, frames[i]);
+	}
+	f->buf[len] = '\0';
+
+	line = hashmap__find(f->lines, f->buf);
+	if (line) {
+		line->count += count;
+		return 0;
+	}
+	line = malloc(sizeof(*line) + len + 1);
+	if (!line)
+		return -ENOMEM;
+	line->count = count;
+	memcpy(line->text, f->buf, len + 1);
+	if (hashmap__set(f->lines, line->text, line, NULL)) {
+		free(line);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int cmp_lines(const void *a, const void *b)
+{
+	const struct line *la = *(const struct line *const *)a;
+	const struct line *lb = *(const struct line *const *)b;
+
+	return strcmp(la->text, lb->text);
+}
+
+int folded__write(const struct folded *f, FILE *out)
+{
+	size_t n = hashmap__size(f->lines), k = 0;
+	struct line **sorted;
+	void *val;
+	int err = 0;
+
+	sorted = calloc(n ? n : 1, sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	for (size_t i = 0; hashmap__next(f->lines, &i, NULL, &val);)
+		sorted[k++] = val;
+	qsort(sorted, n, sizeof(*sorted), cmp_lines);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s %" PRIu64 "\n", sorted[i]->text, sorted[i]->count);
+	if (fflush(out) || ferror(out))
+		err = -EIO;
+	free(sorted);
+	return err;
+}
+
+size_t folded__nr_lines(const struct folded *f)
+{
+	return hashmap__size(f->lines);
+}

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "features.h"
+#include "log.h"
+#include "opts.h"
+
+enum {
+	OPT_ANNOTATE = 0x100,
+	OPT_MAX_DEPTH,
+	OPT_MAP_ENTRIES,
+	OPT_STACK_ENTRIES,
+	OPT_STACK_ID_BITS,
+};
+
+static const struct option long_opts[] = {
+	{ "freq", required_argument, NULL, 'F' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "tid", required_argument, NULL, 't' },
+	{ "cpu", required_argument, NULL, 'C' },
+	{ "user-only", no_argument, NULL, 'U' },
+	{ "kernel-only", no_argument, NULL, 'K' },
+	{ "include-idle", no_argument, NULL, 'I' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "annotate", no_argument, NULL, OPT_ANNOTATE },
+	{ "max-stack-depth", required_argument, NULL, OPT_MAX_DEPTH },
+	{ "map-entries", required_argument, NULL, OPT_MAP_ENTRIES },
+	{ "stack-entries", required_argument, NULL, OPT_STACK_ENTRIES },
+	{ "debug-stack-id-bits", required_argument, NULL, OPT_STACK_ID_BITS },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{},
+};
+
+/* "+" stops at the first non-option: the rest is the command. */
+static const char short_opts[] = "+F:d:p:t:C:UKIo:vhV";
+
+void opts__usage(FILE *f)
+{
+	fprintf(f,
+"Usage: bpfsampler [options] [-- command [args...]]\n"
+"\n"
+"Samples the stacks of every CPU (or of the selected processes) with eBPF and\n"
+"prints them as folded stacks for flamegraph.pl: one line per distinct stack,\n"
+"\"comm;outermost;...;leaf COUNT\", user frames first, kernel frames after.\n"
+"Lost samples appear as their own \"[lost];[reason] N\" lines and a summary\n"
+"goes to stderr.\n"
+"\n"
+"Options:\n"
+"  -F, --freq HZ            samples per second per CPU (default %d, at most\n"
+"                           kernel.perf_event_max_sample_rate and %d)\n"
+"  -d, --duration SECONDS   stop after SECONDS (fractions allowed); default:\n"
+"                           until Ctrl-C, or until the command exits\n"
+"  -p, --pid PID[,PID...]   only these processes (and all their threads)\n"
+"  -t, --tid TID[,TID...]   only these threads\n"
+"  -C, --cpu LIST           only these CPUs, e.g. 0,2-3 (default: all online)\n"
+"  -U, --user-only          user stacks only (no kernel frames)\n"
+"  -K, --kernel-only        kernel stacks only (no user frames)\n"
+"  -I, --include-idle       keep the idle task's samples (excluded by default)\n"
+"  -o, --output FILE        write the profile to FILE (default: stdout)\n"
+"      --annotate           mark kernel frames with _[k], as perf does\n"
+"      --max-stack-depth N  frames per stack, 1..%d (default %d)\n"
+"      --map-entries N      distinct (thread, stack) counters kept in the\n"
+"                           kernel (default %d)\n"
+"      --stack-entries N    distinct stacks kept in the kernel (default %d)\n"
+"      --debug-stack-id-bits N  narrow stack ids to N bits to force id\n"
+"                           collisions (a testing aid: colliding stacks are\n"
+"                           counted as lost, never merged)\n"
+"  -v, --verbose            more detail on stderr (repeat for debug output)\n"
+"  -h, --help               show this help and exit\n"
+"  -V, --version            show the version and exit (with -v: kernel features)\n"
+"\n"
+"With \"-- command\", the command is started and profiled with its children\n"
+"until it exits, and its exit status becomes bpfsampler's.\n"
+"Needs root, or CAP_BPF and CAP_PERFMON, and a kernel with BTF.\n"
+"\n"
+"Examples:\n"
+"  bpfsampler -F 4000 -d 30 > cpu.folded      whole machine for 30 s\n"
+"  bpfsampler -d 30 | flamegraph.pl > cpu.svg  straight to a flame graph\n"
+"  bpfsampler -p 1234 -d 10 -o app.folded     one process\n"
+"  bpfsampler -- make -j2                     a command and its children\n",
+		OPTS_DEFAULT_FREQ, OPTS_MAX_FREQ, BPFS_MAX_DEPTH_OPT, BPFS_MAX_DEPTH_OPT,
+		OPTS_DEFAULT_MAP_ENTRIES, OPTS_DEFAULT_STACK_ENTRIES);
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int list_push(struct int_list *l, int v)
+{
+	int *nv = realloc(l->v, (l->nr + 1) * sizeof(*nv));
+
+	if (!nv)
+		return -ENOMEM;
+	nv[l->nr++] = v;
+	l->v = nv;
+	return 0;
+}
+
+int opts__parse_list(const char *s, bool ranges, struct int_list *out)
+{
+	char *copy, *tok, *save = NULL;
+	int err = 0;
+
+	copy = strdup(s);
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		unsigned long lo, hi;
+		char *dash = ranges ? strchr(tok, '-') : NULL;
+
+		if (dash)
+			*dash = '\0';
+		if (parse_uint(tok, INT_MAX, &lo)) {
+			err = -EINVAL;
+			goto out;
+		}
+		hi = lo;
+		if (dash && (parse_uint(dash + 1, INT_MAX, &hi) || hi < lo)) {
+			err = -EINVAL;
+			goto out;
+		}
+		for (unsigned long v = lo; v <= hi; v++) {
+			err = list_push(out, (int)v);
+			if (err)
+				goto out;
+		}
+	}
+	if (!out->nr)
+		err = -EINVAL;
+out:
+	free(copy);
+	return err;
+}
+
+static enum opts_result bad(const char *what, const char *val, const char *hint)
+{
+	p_err("invalid %s '%s': %s (see bpfsampler --help)", what, val, hint);
+	return OPTS_USAGE;
+}
+
+static enum opts_result parse_one(struct opts *o, int c, const char *arg)
+{
+	unsigned long v;
+	char *end;
+
+	switch (c) {
+	case 'F':
+		if (parse_uint(arg, ULONG_MAX, &v) || v == 0 || v > OPTS_MAX_FREQ)
+			return bad("frequency", arg, "give a whole number of Hz from 1 to 100000");
+		o->freq = v;
+		break;
+	case 'd':
+		errno = 0;
+		o->duration = strtod(arg, &end);
+		if (errno || end == arg || *end || !isfinite(o->duration) || o->duration <= 0)
+			return bad("duration", arg, "give a positive number of seconds, e.g. 30 or 0.5");
+		break;
+	case 'p':
+		if (opts__parse_list(arg, false, &o->pids))
+			return bad("pid list", arg, "give process ids separated by commas");
+		break;
+	case 't':
+		if (opts__parse_list(arg, false, &o->tids))
+			return bad("tid list", arg, "give thread ids separated by commas");
+		break;
+	case 'C':
+		if (opts__parse_list(arg, true, &o->cpus))
+			return bad("CPU list", arg, "give CPU numbers or ranges, e.g. 0,2-3");
+		break;
+	case 'U':
+		o->user_only = true;
+		break;
+	case 'K':
+		o->kernel_only = true;
+		break;
+	case 'I':
+		o->include_idle = true;
+		break;
+	case 'o':
+		if (!*arg)
+			return bad("output file", arg, "give a file name");
+		o->output = arg;
+		break;
+	case OPT_ANNOTATE:
+		o->annotate = true;
+		break;
+	case OPT_MAX_DEPTH:
+		if (parse_uint(arg, ULONG_MAX, &v) || v == 0 || v > BPFS_MAX_DEPTH_OPT)
+			return bad("--max-stack-depth", arg, "give a number of frames from 1 to 127");
+		o->max_depth = v;
+		break;
+	case OPT_MAP_ENTRIES:
+	case OPT_STACK_ENTRIES:
+		if (parse_uint(arg, 1UL << 26, &v) || v == 0)
+			return bad(c == OPT_MAP_ENTRIES ? "--map-entries" : "--stack-entries", arg,
+				   "give a number of entries from 1 to 67108864");
+		*(c == OPT_MAP_ENTRIES ? &o->map_entries : &o->stack_entries) = v;
+		break;
+	case OPT_STACK_ID_BITS:
+		if (parse_uint(arg, 64, &v) || v == 0)
+			return bad("--debug-stack-id-bits", arg, "give a number of bits from 1 to 64");
+		o->stack_id_bits = v;
+		break;
+	case 'v':
+		o->verbose++;
+		break;
+	default:
+		/* getopt already printed what was wrong */
+		p_err("see bpfsampler --help for the options");
+		return OPTS_USAGE;
+	}
+	return OPTS_RUN;
+}
+
+static void opts__init(struct opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->freq = OPTS_DEFAULT_FREQ;
+	o->max_depth = BPFS_MAX_DEPTH_OPT;
+	o->map_entries = OPTS_DEFAULT_MAP_ENTRIES;
+	o->stack_entries = OPTS_DEFAULT_STACK_ENTRIES;
+}
+
+enum opts_result opts__parse(struct opts *o, int argc, char **argv)
+{
+	bool help = false, version = false;
+	enum opts_result r;
+	int c;
+
+	opts__init(o);
+	optind = 0; /* full re-initialization: parse may run more than once */
+	opterr = 1;
+	while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
+		if (c == 'h') {
+			help = true;
+			continue;
+		}
+		if (c == 'V') {
+			version = true;
+			continue;
+		}
+		r = parse_one(o, c, optarg);
+		if (r != OPTS_RUN)
+			return r;
+	}
+	if (help) {
+		opts__usage(stdout);
+		return OPTS_EXIT;
+	}
+	if (version) {
+		printf("bpfsampler %s\n", BPFSAMPLER_VERSION);
+		if (o->verbose)
+			features__print(stdout);
+		return OPTS_EXIT;
+	}
+	if (optind < argc)
+		o->command = argv + optind;
+	if (o->user_only && o->kernel_only) {
+		p_err("-U and -K exclude each other: drop one to get user or kernel stacks");
+		return OPTS_USAGE;
+	}
+	if (o->pids.nr && o->tids.nr) {
+		p_err("-p and -t exclude each other: select processes or threads, not both");
+		return OPTS_USAGE;
+	}
+	if (o->command && (o->pids.nr || o->tids.nr)) {
+		p_err("a command and -p/-t exclude each other: profile the command, or attach to a pid");
+		return OPTS_USAGE;
+	}
+	return OPTS_RUN;
+}
+
+static bool proc_exists(int id)
+{
+	char path[32];
+	struct stat st;
+
+	/* /proc/TID exists for every thread, though readdir hides non-leaders */
+	snprintf(path, sizeof(path), "/proc/%d", id);
+	return id > 0 && stat(path, &st) == 0;
+}
+
+enum opts_result opts__check_system(const struct opts *o)
+{
+	const struct int_list *ids = o->pids.nr ? &o->pids : &o->tids;
+	const char *what = o->pids.nr ? "process" : "thread";
+	long max_rate, ncpus;
+
+	for (size_t i = 0; i < ids->nr; i++) {
+		if (!proc_exists(ids->v[i])) {
+			p_err("no %s with id %d: check the id with ps", what, ids->v[i]);
+			return OPTS_USAGE;
+		}
+	}
+	ncpus = features__nr_cpus();
+	for (size_t i = 0; i < o->cpus.nr; i++) {
+		if (o->cpus.v[i] >= ncpus || !features__cpu_online(o->cpus.v[i])) {
+			p_err("CPU %d is not online (this machine has CPUs 0-%ld): fix -C",
+			      o->cpus.v[i], ncpus - 1);
+			return OPTS_USAGE;
+		}
+	}
+	max_rate = features__max_sample_rate();
+	if (max_rate > 0 && o->freq > max_rate) {
+		p_err("-F %u is above kernel.perf_event_max_sample_rate=%ld (the kernel lowers it "
+		      "when sampling interrupts run long): use -F %ld or less, or raise it with "
+		      "sysctl -w kernel.perf_event_max_sample_rate=%u",
+		      o->freq, max_rate, max_rate, o->freq);
+		return OPTS_USAGE;
+	}
+	return OPTS_RUN;
+}
+
+void opts__free(struct opts *o)
+{
+	if (!o)
+		return;
+	free(o->pids.v);
+	free(o->tids.v);
+	free(o->cpus.v);
+	memset(o, 0, sizeof(*o));
+}

@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "elf_syms.h"
+#include "hashmap.h"
+#include "ksyms.h"
+#include "log.h"
+#include "procmaps.h"
+#include "symbolize.h"
+
+struct proc {
+	int pid;
+	char comm[17];
+	struct procmaps *maps; /* NULL: never readable */
+	bool refreshed;	       /* maps re-read once after a miss */
+};
+
+struct file_key {
+	uint64_t dev;
+	uint64_t inode;
+};
+
+struct file_entry {
+	struct file_key key;
+	struct symtab *st; /* NULL: not an ELF we could read */
+};
+
+struct symbolizer {
+	struct hashmap *procs;	/* pid -> struct proc */
+	struct hashmap *files;	/* struct file_key -> struct file_entry */
+	struct hashmap *strings; /* interned "module+0x..." names */
+	struct symtab *vdso;
+	bool vdso_tried;
+	struct ksyms *ksyms;
+	bool ksyms_tried;
+	struct symbolizer_stats stats;
+};
+
+static uint64_t hash_file_key(const void *k)
+{
+	return hashmap__hash_bytes(k, sizeof(struct file_key), 0);
+}
+
+static bool equal_file_key(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct file_key)) == 0;
+}
+
+int symbolizer__new(struct symbolizer **out)
+{
+	struct symbolizer *sym = calloc(1, sizeof(*sym));
+
+	if (!sym)
+		return -ENOMEM;
+	sym->procs = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	sym->files = hashmap__new(hash_file_key, equal_file_key);
+	sym->strings = hashmap__new(hashmap__hash_str, hashmap__equal_str);
+	if (!sym->procs || !sym->files || !sym->strings) {
+		symbolizer__free(sym);
+		return -ENOMEM;
+	}
+	*out = sym;
+	return 0;
+}
+
+void symbolizer__free(struct symbolizer *sym)
+{
+	const void *key;
+	void *val;
+	size_t i;
+
+	if (!sym)
+		return;
+	for (i = 0; sym->procs && hashmap__next(sym->procs, &i, NULL, &val);) {
+		procmaps__free(((struct proc *)val)->maps);
+		free(val);
+	}
+	for (i = 0; sym->files && hashmap__next(sym->files, &i, NULL, &val);) {
+		symtab__free(((struct file_entry *)val)->st);
+		free(val);
+	}
+	for (i = 0; sym->strings && hashmap__next(sym->strings, &i, &key, NULL);)
+		free((void *)key);
+	hashmap__free(sym->procs);
+	hashmap__free(sym->files);
+	hashmap__free(sym->strings);
+	symtab__free(sym->vdso);
+	ksyms__free(sym->ksyms);
+	free(sym);
+}
+
+static const char *intern(struct symbolizer *sym, const char *s)
+{
+	char *copy = hashmap__find(sym->strings, s);
+
+	if (copy)
+		return copy;
+	copy = strdup(s);
+	if (!copy || hashmap__set(sym->strings, copy, copy, NULL)) {
+		free(copy);
+		return "[out of memory]";
+	}
+	return copy;
+}
+
+static struct proc *get_proc(struct symbolizer *sym, int pid)
+{
+	struct proc *p = hashmap__find(sym->procs, (void *)(uintptr_t)pid);
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	if (hashmap__set(sym->procs, (void *)(uintptr_t)pid, p, NULL)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void load_maps(struct symbolizer *sym, struct proc *p)
+{
+	struct procmaps *pm;
+
+	if (procmaps__load(p->pid, &pm))
+		return; /* gone: keep what we had */
+	procmaps__free(p->maps);
+	p->maps = pm;
+	sym->stats.processes++;
+}
+
+void symbolizer__note_process(struct symbolizer *sym, int pid, const char *comm)
+{
+	struct proc *p = get_proc(sym, pid);
+
+	if (!p || (p->maps && strncmp(p->comm, comm, sizeof(p->comm) - 1) == 0))
+		return;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	load_maps(sym, p);
+}
+
+/* Opens the file behind a mapping the way the process sees it: map_files
+ * works for deleted files and other mount namespaces while the process
+ * lives; its root/ path while it lives; the plain path after that. */
+static struct symtab *load_file(int pid, const struct procmap *m)
+{
+	char path[4096 + 64];
+	struct symtab *st;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
+		 m->end);
+	if (!symtab__load(path, &st))
+		return st;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->path);
+	if (!symtab__load(path, &st))
+		return st;
+	if (!symtab__load(m->path, &st))
+		return st;
+	return NULL;
+}
+
+static struct symtab *vdso_symtab(struct symbolizer *sym)
+{
+	const void *image = (const void *)getauxval(AT_SYSINFO_EHDR);
+	struct procmaps *self = NULL;
+	const struct procmap *m;
+
+	if (sym->vdso_tried)
+		return sym->vdso;
+	sym->vdso_tried = true;
+	/* Every process maps the same vDSO image of this kernel: read ours. */
+	if (!image || procmaps__load(getpid(), &self))
+		return NULL;
+	m = procmaps__find(self, (uintptr_t)image);
+	if (m && symtab__load_mem(image, m->end - m->start, &sym->vdso))
+		sym->vdso = NULL;
+	procmaps__free(self);
+	return sym->vdso;
+}
+
+static struct symtab *mapping_symtab(struct symbolizer *sym, int pid, const struct procmap *m)
+{
+	struct file_entry *fe;
+	struct file_key key = { m->dev, m->inode };
+
+	if (strcmp(m->path, "[vdso]") == 0)
+		return vdso_symtab(sym);
+	if (m->path[0] != '/')
+		return NULL;
+	fe = hashmap__find(sym->files, &key);
+	if (fe)
+		return fe->st;
+	fe = calloc(1, sizeof(*fe));
+	if (!fe)
+		return NULL;
+	fe->key = key;
+	fe->st = load_file(pid, m);
+	if (fe->st)
+		sym->stats.files++;
+	if (hashmap__set(sym->files, &fe->key, fe, NULL)) {
+		symtab__free(fe->st);
+		free(fe);
+		return NULL;
+	}
+	return fe->st;
+}
+
+static const char *basename_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+static const struct procmap *find_mapping(struct symbolizer *sym, struct proc *p, uint64_t addr)
+{
+	const struct procmap *m = p->maps ? procmaps__find(p->maps, addr) : NULL;
+
+	/* A library loaded after we first read the maps: read them once more. */
+	if (!m && !p->refreshed) {
+		p->refreshed = true;
+		load_maps(sym, p);
+		m = p->maps ? procmaps__find(p->maps, addr) : NULL;
+	}
+	return m;
+}
+
+const char *symbolizer__user(struct symbolizer *sym, int pid, uint64_t addr, bool ret_addr)
+{
+	uint64_t look = ret_addr && addr ? addr - 1 : addr, vaddr;
+	struct proc *p = get_proc(sym, pid);
+	const struct procmap *m;
+	struct symtab *st;
+	const char *name;
+	char buf[512];
+
+	sym->stats.user_frames++;
+	m = p ? find_mapping(sym, p, look) : NULL;
+	if (!m) {
+		snprintf(buf, sizeof(buf), "[unmapped]+0x%" PRIx64, addr);
+		return intern(sym, buf);
+	}
+	if (!m->path) {
+		snprintf(buf, sizeof(buf), "[anon]+0x%" PRIx64, addr);
+		return intern(sym, buf);
+	}
+	st = mapping_symtab(sym, pid, m);
+	vaddr = look - m->start + m->pgoff;
+	if (st && !symtab__off_to_vaddr(st, look - m->start + m->pgoff, &vaddr)) {
+		name = symtab__find(st, vaddr, NULL);
+		if (name) {
+			sym->stats.user_named++;
+			return name;
+		}
+	}
+	/* Unnamed: module and the address addr2line -e wants (ELF vaddr of
+	 * the original address, not the -1 used for the lookup). */
+	snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, basename_of(m->path),
+		 vaddr + (addr - look));
+	return intern(sym, buf);
+}
+
+const char *symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_addr)
+{
+	uint64_t look = ret_addr && addr ? addr - 1 : addr;
+	const struct ksym *ks;
+	char buf[512];
+
+	sym->stats.kernel_frames++;
+	if (!sym->ksyms_tried) {
+		sym->ksyms_tried = true;
+		if (ksyms__load(NULL, &sym->ksyms))
+			p_warn("cannot read /proc/kallsyms: kernel frames show addresses only");
+		else if (ksyms__hidden(sym->ksyms))
+			p_warn("/proc/kallsyms hides addresses (kernel.kptr_restrict): run as root "
+			       "or set sysctl kernel.kptr_restrict=0 for kernel names");
+	}
+	ks = sym->ksyms ? ksyms__find(sym->ksyms, look) : NULL;
+	if (!ks) {
+		snprintf(buf, sizeof(buf), "[kernel]+0x%" PRIx64, addr);
+		return intern(sym, buf);
+	}
+	sym->stats.kernel_named++;
+	if (!ks->module)
+		return ks->name;
+	snprintf(buf, sizeof(buf), "%s [%s]", ks->name, ks->module);
+	return intern(sym, buf);
+}
+
+void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out)
+{
+	*out = sym->stats;
+}

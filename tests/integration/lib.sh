@@ -1,0 +1,93 @@
+# shellcheck shell=bash
+# Helpers for the integration tests: real sampling, as root. Sourced.
+# Every check prints "PASS name" or "FAIL name" (with why), as tests/run
+# counts them.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUTPUT=${OUTPUT:-.output}
+case $OUTPUT in /*) ;; *) OUTPUT=$ROOT/$OUTPUT ;; esac
+BPFS=$ROOT/bpfsampler
+W=$OUTPUT/workloads
+TMP=$(mktemp -d /tmp/bpfsampler-test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+
+pass() { echo "PASS $1"; }
+fail() {
+	echo "FAIL $1"
+	shift
+	[ $# -gt 0 ] && echo "    $*"
+	return 0
+}
+skip() { echo "SKIP $1: $2"; }
+
+# check NAME COMMAND...: PASS when the command succeeds. The command prints
+# its own diagnostics.
+check() {
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+
+# Only a machine without root may skip: CI and developer machines run as root.
+require_root() {
+	if [ "$(id -u)" != 0 ]; then
+		skip "${1:-$(basename "$0")}" "needs root to load BPF programs (run: sudo make check)"
+		exit 0
+	fi
+}
+
+# profile OUT_FILE ARGS...: runs bpfsampler -o OUT_FILE ARGS, keeping stderr
+# in OUT_FILE.err; returns bpfsampler's status.
+profile() {
+	local out=$1
+	shift
+	"$BPFS" -o "$out" "$@" 2>"$out.err"
+}
+
+# Sum of the counts of all lines.
+total() { awk '{ s += $NF } END { print s + 0 }' "$1"; }
+
+# Lines whose first frame (comm) is $2.
+comm_lines() { awk -v c="$2" 'index($0, c ";") == 1' "$1"; }
+
+# samples_with FILE FRAME: samples whose stack has FRAME as one whole frame.
+samples_with() {
+	awk -v f="$2" '{
+		n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
+		k = split(line, a, ";")
+		for (i = 1; i <= k; i++) if (a[i] == f) { s += n; break }
+	} END { print s + 0 }' "$1"
+}
+
+# samples_matching FILE REGEX: samples whose line (without count) matches.
+samples_matching() {
+	awk -v re="$2" '{
+		n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
+		if (line ~ re) s += n
+	} END { print s + 0 }' "$1"
+}
+
+# within NAME GOT EXPECTED TOLERANCE: |got-expected| <= tolerance (floats).
+within() {
+	local name=$1 got=$2 exp=$3 tol=$4
+	if awk -v g="$got" -v e="$exp" -v t="$tol" 'BEGIN { d = g - e; if (d < 0) d = -d; exit !(d <= t) }'; then
+		pass "$name"
+	else
+		fail "$name" "got $got, expected $exp +- $tol"
+	fi
+}
+
+# Tolerance for a share p measured from n samples: 4 standard deviations of
+# the binomial plus 1.5 points for what sampling cannot see (timer skew).
+share_tolerance() {
+	awk -v p="$1" -v n="$2" 'BEGIN { if (n < 1) n = 1; printf "%.4f", 4 * sqrt(p * (1 - p) / n) + 0.015 }'
+}
+
+# Stat from the stderr summary: "samples taken of N expected" etc.
+summary_field() { # FILE.err REGEX -> first number after the regex
+	grep -oE "$2 *[0-9]+" "$1" | head -n1 | grep -oE '[0-9]+$'
+}
+
+# Our BPF programs currently loaded (bpftool names them by function).
+our_progs() { bpftool prog show 2>/dev/null | grep -cE ' name (on_sample|on_fork) '; }
+our_links() { bpftool link show 2>/dev/null | grep -c 'prog .*' ; }

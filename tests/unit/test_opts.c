@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The command line parser: defaults, every option, every bad value. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "opts.h"
+#include "unit.h"
+
+#define ARGV(...) ((char *[]){ "bpfsampler", __VA_ARGS__, NULL })
+#define ARGC(...) ((int)(sizeof((char *[]){ "bpfsampler", __VA_ARGS__ }) / sizeof(char *)))
+#define PARSE(o, ...) opts__parse(o, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__))
+
+static void test_defaults(void)
+{
+	char *argv[] = { "bpfsampler", NULL };
+	struct opts o;
+
+	CHECK(opts__parse(&o, 1, argv) == OPTS_RUN, "no options");
+	CHECK(o.freq == 4000, "default -F is perf's 4000, got %u", o.freq);
+	CHECK(o.duration == 0, "no duration: until Ctrl-C");
+	CHECK(o.max_depth == 127, "default depth %u", o.max_depth);
+	CHECK(!o.include_idle && !o.user_only && !o.kernel_only && !o.annotate, "flags off");
+	CHECK(o.output == NULL && o.command == NULL, "stdout, no command");
+	CHECK(o.map_entries == OPTS_DEFAULT_MAP_ENTRIES, "map entries");
+	CHECK(o.stack_entries == OPTS_DEFAULT_STACK_ENTRIES, "stack entries");
+	opts__free(&o);
+}
+
+static void test_all_options(void)
+{
+	struct opts o;
+
+	CHECK(PARSE(&o, "-F", "99", "-d", "1.5", "-p", "10,20", "-C", "0-2,5", "-U", "-I", "-o",
+		    "x.folded", "--annotate", "--max-stack-depth", "64", "--map-entries", "100",
+		    "--stack-entries", "200", "-v", "-v") == OPTS_RUN,
+	      "valid line");
+	CHECK(o.freq == 99, "freq %u", o.freq);
+	CHECK(o.duration == 1.5, "duration %f", o.duration);
+	CHECK(o.pids.nr == 2 && o.pids.v[0] == 10 && o.pids.v[1] == 20, "pids");
+	CHECK(o.cpus.nr == 4 && o.cpus.v[0] == 0 && o.cpus.v[2] == 2 && o.cpus.v[3] == 5,
+	      "cpu ranges expanded, nr %zu", o.cpus.nr);
+	CHECK(o.user_only && o.include_idle && o.annotate, "flags");
+	CHECK(o.output && strcmp(o.output, "x.folded") == 0, "output");
+	CHECK(o.max_depth == 64 && o.map_entries == 100 && o.stack_entries == 200, "sizes");
+	CHECK(o.verbose == 2, "verbose counted: %d", o.verbose);
+	opts__free(&o);
+
+	CHECK(PARSE(&o, "--freq=250", "--tid", "7", "--kernel-only", "--duration", "3") == OPTS_RUN,
+	      "long forms");
+	CHECK(o.freq == 250 && o.tids.nr == 1 && o.tids.v[0] == 7 && o.kernel_only &&
+		      o.duration == 3,
+	      "long forms parsed");
+	opts__free(&o);
+}
+
+static void test_command(void)
+{
+	struct opts o;
+
+	CHECK(PARSE(&o, "-F", "99", "--", "sleep", "-x", "1") == OPTS_RUN, "command after --");
+	CHECK(o.command && strcmp(o.command[0], "sleep") == 0 && strcmp(o.command[1], "-x") == 0,
+	      "the command keeps its own options");
+	opts__free(&o);
+	CHECK(PARSE(&o, "-d", "2", "true") == OPTS_RUN, "command without --");
+	CHECK(o.command && strcmp(o.command[0], "true") == 0, "first non-option starts it");
+	opts__free(&o);
+}
+
+static void expect_usage(const char *what, int argc, char **argv)
+{
+	struct opts o;
+
+	CHECK(opts__parse(&o, argc, argv) == OPTS_USAGE, "%s must be a usage error", what);
+	opts__free(&o);
+}
+
+#define BAD(...) expect_usage(#__VA_ARGS__, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__))
+
+static void test_bad_values(void)
+{
+	BAD("-F", "0");
+	BAD("-F", "abc");
+	BAD("-F", "-5");
+	BAD("-F", "4000x");
+	BAD("-F", "100001");
+	BAD("-F", "");
+	BAD("-d", "-1");
+	BAD("-d", "0");
+	BAD("-d", "abc");
+	BAD("-d", "inf");
+	BAD("-d", "nan");
+	BAD("-p", "abc");
+	BAD("-p", "1,,x");
+	BAD("-p", "");
+	BAD("-t", "-3");
+	BAD("-C", "3-1");
+	BAD("-C", "a");
+	BAD("--max-stack-depth", "0");
+	BAD("--max-stack-depth", "128");
+	BAD("--map-entries", "0");
+	BAD("--stack-entries", "lots");
+	BAD("--no-such-flag");
+	BAD("-Z");
+	BAD("-U", "-K");
+	BAD("-p", "1", "-t", "2");
+	BAD("-p", "1", "--", "true");
+	BAD("-o", "");
+	BAD("-F");
+}
+
+static void test_help_and_version(void)
+{
+	struct opts o;
+	FILE *saved = stdout;
+	char *buf = NULL;
+	size_t len = 0;
+
+	stdout = open_memstream(&buf, &len);
+	CHECK(PARSE(&o, "--help") == OPTS_EXIT, "--help exits 0");
+	CHECK(PARSE(&o, "-V") == OPTS_EXIT, "-V exits 0");
+	fclose(stdout);
+	stdout = saved;
+	CHECK(buf && strstr(buf, "Usage: bpfsampler"), "help printed");
+	CHECK(buf && strstr(buf, "--max-stack-depth") && strstr(buf, "Examples:"),
+	      "help lists options and examples");
+	CHECK(buf && strstr(buf, "bpfsampler " BPFSAMPLER_VERSION), "version printed");
+	free(buf);
+}
+
+static void test_lists(void)
+{
+	struct int_list l = {};
+
+	CHECK(opts__parse_list("4", true, &l) == 0 && l.nr == 1 && l.v[0] == 4, "single");
+	free(l.v);
+	l = (struct int_list){};
+	CHECK(opts__parse_list("0-3", true, &l) == 0 && l.nr == 4 && l.v[3] == 3, "range");
+	free(l.v);
+	l = (struct int_list){};
+	CHECK(opts__parse_list("0-3", false, &l) != 0, "no ranges for pids");
+	free(l.v);
+}
+
+int main(void)
+{
+	log_set_level(LOG_ERROR);
+	RUN(test_defaults);
+	RUN(test_all_options);
+	RUN(test_command);
+	RUN(test_bad_values);
+	RUN(test_help_and_version);
+	RUN(test_lists);
+	UNIT_EXIT();
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A tiny unit-test harness. Each test prints "PASS name" or "FAIL name" (with
+ * the failed checks above it); tests/run counts those lines. A test binary
+ * exits 1 when any test failed.
+ */
+#ifndef BPFSAMPLER_UNIT_H
+#define BPFSAMPLER_UNIT_H
+
+#include <stdio.h>
+
+static int unit_checks_failed;
+static int unit_tests_failed;
+
+#define CHECK(cond, ...)                                                      \
+	do {                                                                  \
+		if (!(cond)) {                                                \
+			printf("    %s:%d: check failed: %s: ", __FILE__,    \
+			       __LINE__, #cond);                              \
+			printf(__VA_ARGS__);                                  \
+			putchar('\n');                                        \
+			unit_checks_failed++;                                 \
+		}                                                             \
+	} while (0)
+
+#define RUN(fn)                                                               \
+	do {                                                                  \
+		int before_ = unit_checks_failed;                             \
+		fn();                                                         \
+		if (unit_checks_failed == before_) {                          \
+			printf("PASS %s\n", #fn);                             \
+		} else {                                                      \
+			printf("FAIL %s\n", #fn);                             \
+			unit_tests_failed++;                                  \
+		}                                                             \
+		fflush(stdout);                                               \
+	} while (0)
+
+#define UNIT_EXIT() return unit_tests_failed ? 1 : 0
+
+#endif

@@ -1,0 +1,30 @@
+#!/bin/sh
+# Installs the Debian packages bpfsampler needs to build and test, only those
+# that are missing. Idempotent; needs root when something is missing.
+#   tools/install-deps.sh          build and test dependencies
+#   tools/install-deps.sh --bench  also the profilers the benchmark compares
+set -eu
+
+pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev"
+# tests: binutils (strip, objcopy, readelf for fixtures), gawk for checks
+pkgs="$pkgs binutils gawk"
+if [ "${1:-}" = "--bench" ]; then
+	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine"
+fi
+
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: missing Debian packages:$missing; run as root (sudo $0) or install them" >&2
+	exit 1
+fi
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
