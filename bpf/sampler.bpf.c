@@ -70,6 +70,21 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
+/* A window of user stack memory, read with one helper call: walking frames
+ * inside it costs no helper call per frame. */
+#define UWIN_WORDS 64
+
+struct uwin {
+	__u64 w[UWIN_WORDS + 1]; /* +1: w[off + 1] with off masked to 63 */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct uwin);
+} uwindow SEC(".maps");
+
 /* Stacks are built here, not on the 512-byte BPF stack. Two slots, since
  * store_stack compares the new stack with one already in the map. */
 struct {
@@ -166,24 +181,10 @@ static __always_inline __u64 store_stack(const struct bpfs_stack *s, __u64 seed)
 	return 0;
 }
 
-/* Reads one stack into scratch and stores it. Returns false when the sample
- * must be dropped (already counted); a stack that cannot be read is not a
- * drop: the sample is kept with *flags marking it. */
-static __always_inline bool take_stack(void *ctx, struct bpfs_stack *s, bool user,
-				       __u64 *id, __u32 *flags)
+/* Stores a stack just read into scratch: false when the sample must be
+ * dropped (already counted). */
+static __always_inline bool store_taken(struct bpfs_stack *s, bool user, __u64 *id, __u32 *flags)
 {
-	__u32 size = max_depth * sizeof(__u64);
-	long n;
-
-	if (size > sizeof(s->ips))
-		size = sizeof(s->ips);
-	n = bpf_get_stack(ctx, s->ips, size, user ? BPF_F_USER_STACK : 0);
-	if (n < 0) {
-		stat_inc(user ? BPFS_STAT_USTACK_ERR : BPFS_STAT_KSTACK_ERR);
-		*flags |= user ? BPFS_F_USTACK_ERR : BPFS_F_KSTACK_ERR;
-		return true;
-	}
-	s->nr = n / sizeof(__u64);
 	if (s->nr == 0)
 		return true;
 	if (s->nr >= max_depth) {
@@ -192,6 +193,126 @@ static __always_inline bool take_stack(void *ctx, struct bpfs_stack *s, bool use
 	}
 	*id = store_stack(s, user ? 0x75 : 0x6b);
 	return *id != 0;
+}
+
+/* The kernel stack through the kernel's own unwinder. A stack that cannot
+ * be read is not a drop: the sample is kept with *flags marking it. */
+static __always_inline bool take_kernel_stack(void *ctx, struct bpfs_stack *s, __u64 *id,
+					      __u32 *flags)
+{
+	__u32 size = max_depth * sizeof(__u64);
+	long n;
+
+	if (size > sizeof(s->ips))
+		size = sizeof(s->ips);
+	n = bpf_get_stack(ctx, s->ips, size, 0);
+	if (n < 0) {
+		stat_inc(BPFS_STAT_KSTACK_ERR);
+		*flags |= BPFS_F_KSTACK_ERR;
+		return true;
+	}
+	s->nr = n / sizeof(__u64);
+	return store_taken(s, false, id, flags);
+}
+
+/*
+ * The user stack, walked through frame pointers here rather than with
+ * bpf_get_stack(BPF_F_USER_STACK). The kernel's walker accepts any frame
+ * pointer below TASK_SIZE, so every chain that ends the ABI's way (rbp = 0
+ * from _start) or in code built without frame pointers (rbp = garbage, as in
+ * Debian's glibc) ends with a read that page-faults; with page faults
+ * disabled that costs about 700 ns per sample on these VMs (1347 -> 668 ns
+ * measured with bpf_stats). Here a frame pointer must be 8-byte aligned,
+ * above the stack pointer, within MAX_STACK_SPAN of it, and rise from frame
+ * to frame (which also rules out cycles), so the walk ends without touching
+ * an unmapped page.
+ */
+#define MAX_STACK_SPAN (64ULL << 20)
+
+/* Reads the window at fp: the whole window when it is mapped, else just
+ * the one frame (the window may run past the top of the stack). Returns the
+ * number of words read, 0 on a fault. */
+static __always_inline __u32 read_window(struct uwin *win, __u64 fp)
+{
+	if (!bpf_probe_read_user(win->w, UWIN_WORDS * sizeof(__u64), (void *)fp))
+		return UWIN_WORDS;
+	if (!bpf_probe_read_user(win->w, 2 * sizeof(__u64), (void *)fp))
+		return 2;
+	return 0;
+}
+
+struct walk {
+	struct bpfs_stack *s;
+	struct uwin *win;
+	__u64 fp, sp, base;
+	__u32 nr, words;
+	bool fault;
+};
+
+/* One frame per call, from bpf_loop: the verifier checks the body once
+ * instead of once per unrolled iteration. Returns 1 to stop. */
+static long walk_frame(__u64 i, void *data)
+{
+	struct walk *w = data;
+	__u32 nr = w->nr;
+	__u64 off, next, ret;
+
+	if (nr >= max_depth || nr >= BPFS_MAX_STACK_DEPTH)
+		return 1;
+	if (w->fp < w->sp || w->fp - w->sp >= MAX_STACK_SPAN || (w->fp & 7))
+		return 1;
+	off = (w->fp - w->base) / 8;
+	if (!w->words || w->fp < w->base || off + 1 >= w->words) {
+		w->base = w->fp;
+		off = 0;
+		w->words = read_window(w->win, w->fp);
+		if (!w->words) {
+			w->fault = true;
+			return 1;
+		}
+	}
+	off &= UWIN_WORDS - 1; /* a no-op (off + 1 < words); bounds it for the verifier */
+	next = w->win->w[off];
+	ret = w->win->w[off + 1];
+	if (!ret)
+		return 1;
+	w->s->ips[nr] = ret;
+	w->nr = nr + 1;
+	if (next <= w->fp)
+		return 1;
+	w->sp = w->fp;
+	w->fp = next;
+	return 0;
+}
+
+static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
+					    struct bpfs_stack *s, __u64 *id, __u32 *flags)
+{
+	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
+	struct walk w = { .s = s, .nr = 1 };
+	__u32 zero = 0;
+
+	w.win = bpf_map_lookup_elem(&uwindow, &zero);
+	if (!w.win)
+		return true;
+	if (cs & 3) { /* interrupted in user mode: these are its registers */
+		s->ips[0] = ctx->regs.ip;
+		w.fp = ctx->regs.bp;
+		w.sp = ctx->regs.sp;
+	} else { /* in the kernel: the registers saved at kernel entry */
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+		s->ips[0] = BPF_CORE_READ(regs, ip);
+		w.fp = BPF_CORE_READ(regs, bp);
+		w.sp = BPF_CORE_READ(regs, sp);
+	}
+	bpf_loop(BPFS_MAX_STACK_DEPTH, walk_frame, &w, 0);
+	if (w.fault) {
+		stat_inc(BPFS_STAT_USTACK_ERR);
+		*flags |= BPFS_F_USTACK_ERR;
+	}
+	s->nr = w.nr;
+	return store_taken(s, true, id, flags);
 }
 
 static __always_inline bool selected(__u32 pid, __u32 tid)
@@ -275,13 +396,16 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.tid = tid;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 
-	if (collect_kernel && !take_stack(ctx, s, false, &key.kstack_id, &key.flags))
+	/* Interrupted in user mode there is no kernel stack: skip the helper,
+	 * which costs ~250 ns even when it finds nothing. */
+	if (collect_kernel && !(*(volatile __u64 *)&ctx->regs.cs & 3) &&
+	    !take_kernel_stack(ctx, s, &key.kstack_id, &key.flags))
 		return 0;
 
 	task = bpf_get_current_task_btf();
 	if (!task->mm)
 		key.flags |= BPFS_F_KTHREAD; /* kernel thread: no user stack */
-	else if (collect_user && !take_stack(ctx, s, true, &key.ustack_id, &key.flags))
+	else if (collect_user && !take_user_stack(ctx, s, &key.ustack_id, &key.flags))
 		return 0;
 
 	count_sample(&key);

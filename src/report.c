@@ -69,10 +69,9 @@ static size_t add_user(struct build_ctx *c, const struct bpfs_count_key *k, cons
 
 	if (k->flags & BPFS_F_KTHREAD)
 		return n;
-	if (k->flags & BPFS_F_USTACK_ERR) {
+	/* A walk that faulted keeps the frames read up to there. */
+	if (k->flags & BPFS_F_USTACK_ERR)
 		fr[n++] = "[user stack unreadable]";
-		return n;
-	}
 	if (!k->ustack_id)
 		return n;
 	st = get_stack(c, k->ustack_id);

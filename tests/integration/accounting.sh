@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Losses are counted, shown, and never turned into wrong stacks:
+# taken = kept + idle + not selected + lost, with full maps and with stack id
+# collisions forced.
+source "$(dirname "$0")/lib.sh"
+require_root accounting
+
+# identity NAME FOLDED: the summary's buckets add up, and the folded lines
+# hold exactly the kept samples plus the [lost] lines.
+identity() {
+	local name=$1 f=$2 taken kept idle other lost lines_kept
+	taken=$(grep -oE '[0-9]+ samples taken' "$f.err" | grep -oE '^[0-9]+')
+	kept=$(summary_field "$f.err" "kept")
+	idle=$(summary_field "$f.err" "idle")
+	other=$(summary_field "$f.err" "not selected")
+	lost=$(grep '^\[lost\];' "$f" | awk '{ s += $NF } END { print s + 0 }')
+	lines_kept=$(grep -v '^\[lost\];' "$f" | awk '{ s += $NF } END { print s + 0 }')
+	if [ -n "$taken" ] && [ "$taken" -gt 0 ] && [ $((kept + idle + other + lost)) -eq "$taken" ] &&
+		[ "$lines_kept" -eq "$kept" ]; then
+		pass "$name: taken $taken = kept $kept + idle $idle + not selected $other + lost $lost"
+	else
+		fail "$name: accounting identity" "taken $taken, kept $kept, idle $idle, other $other, lost $lost, in lines $lines_kept"
+	fi
+}
+
+# A counts map of 4 entries: most samples are lost, and said so.
+profile "$TMP/full.folded" -F 4000 --map-entries 4 -- "$W/shares" 1 || fail "tiny map run"
+identity "counts map full" "$TMP/full.folded"
+n=$(grep -c '^\[lost\];\[counts map full\] [0-9]' "$TMP/full.folded")
+[ "$n" -eq 1 ] && pass "counts map full: shown as a [lost] line" ||
+	fail "counts map full: shown as a [lost] line" "$(head -5 "$TMP/full.folded")"
+grep -q -- "--map-entries" "$TMP/full.folded.err" && pass "counts map full: summary says what to raise" ||
+	fail "counts map full: summary says what to raise" "$(cat "$TMP/full.folded.err")"
+
+# Stack ids narrowed to 3 bits: 8 ids for many distinct stacks. Colliding
+# stacks must be compared and counted as lost, never merged.
+profile "$TMP/coll.folded" -F 4000 --debug-stack-id-bits 3 -- "$W/shares" 2 || fail "collision run"
+identity "stack id collisions" "$TMP/coll.folded"
+coll=$(grep '^\[lost\];\[stack id collision\]' "$TMP/coll.folded" | awk '{ print $NF }')
+[ "${coll:-0}" -gt 0 ] && pass "stack id collisions: counted ($coll)" ||
+	fail "stack id collisions: counted" "no collision line: $(head -5 "$TMP/coll.folded")"
+# Every kept user stack must be a real one: a leaf share_fn_k sits under
+# main;run_shares, and the kept functions keep their true ratio to each other.
+bad=$(grep -v '^\[lost\];' "$TMP/coll.folded" | grep 'share_fn_' | grep -vcE ';main;run_shares;share_fn_[0-9]+(;|[ ])')
+[ "$bad" -eq 0 ] && pass "stack id collisions: no stack borrowed another's frames" ||
+	fail "stack id collisions: no stack borrowed another's frames" "$bad bad lines"
+# Compare with a profile whose ids are full width: same leaf functions exist.
+profile "$TMP/ok.folded" -F 4000 -- "$W/shares" 1 || fail "reference run"
+identity "default settings" "$TMP/ok.folded"
+lost_default=$(grep -c '^\[lost\]' "$TMP/ok.folded")
+[ "$lost_default" -eq 0 ] && pass "default settings: nothing lost" ||
+	fail "default settings: nothing lost" "$(grep '^\[lost\]' "$TMP/ok.folded")"

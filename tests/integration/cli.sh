@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The command line for real: exit statuses, messages, -p/-- command
+# selection, SIGINT, and that nothing of ours stays loaded afterwards.
+source "$(dirname "$0")/lib.sh"
+require_root cli
+
+# expect_usage NAME ARGS...: exit status 2 and one line on stderr that
+# names the problem.
+expect_usage() {
+	local name=$1 rc lines
+	shift
+	"$BPFS" "$@" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	lines=$(wc -l <"$TMP/err")
+	if [ $rc -eq 2 ] && [ "$lines" -ge 1 ] && [ "$lines" -le 2 ] && [ ! -s "$TMP/out" ]; then
+		pass "$name"
+	else
+		fail "$name" "exit $rc, stderr: $(cat "$TMP/err")"
+	fi
+}
+
+progs_before=$(our_progs)
+links_before=$(bpftool link show 2>/dev/null | grep -c '^[0-9]')
+
+expect_usage "usage: unknown flag" --bogus
+expect_usage "usage: -F 0" -F 0
+expect_usage "usage: -F abc" -F abc
+expect_usage "usage: -F above 100 kHz" -F 200000
+expect_usage "usage: negative duration" -d -1
+expect_usage "usage: pid that does not exist" -p 4000000 -d 1
+expect_usage "usage: -U with -K" -U -K -d 1
+expect_usage "usage: CPU not online" -C 4096 -d 1
+expect_usage "usage: depth 0" --max-stack-depth 0
+
+# A frequency above what the kernel allows right now: lower the limit.
+rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
+echo 5000 >/proc/sys/kernel/perf_event_max_sample_rate
+expect_usage "usage: -F above perf_event_max_sample_rate" -F 6000 -d 1
+grep -q "perf_event_max_sample_rate" "$TMP/err" || fail "rate message names the sysctl" "$(cat "$TMP/err")"
+echo "$rate" >/proc/sys/kernel/perf_event_max_sample_rate
+
+# --help and the man page list the same long options.
+help_opts=$("$BPFS" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u)
+man_opts=$(grep -oE -- '\\-\\-[a-z][a-z\\-]+' "$ROOT/docs/bpfsampler.8" | sed 's/\\//g' | sort -u)
+if [ "$help_opts" = "$man_opts" ]; then
+	pass "--help and the man page agree"
+else
+	fail "--help and the man page agree" "$(diff <(echo "$help_opts") <(echo "$man_opts") | tr '\n' ' ')"
+fi
+
+# -- command: its exit status is ours.
+"$BPFS" -F 999 -o "$TMP/c.folded" -- sh -c 'exit 3' 2>"$TMP/c.err"
+rc=$?
+[ $rc -eq 3 ] && pass "command exit status passed on" || fail "command exit status passed on" "exit $rc"
+"$BPFS" -F 999 -o "$TMP/c.folded" -- /no/such/program 2>"$TMP/c.err"
+rc=$?
+[ $rc -eq 127 ] && grep -q "cannot run" "$TMP/c.err" && pass "missing command exits 127" ||
+	fail "missing command exits 127" "exit $rc: $(cat "$TMP/c.err")"
+
+# -- command profiles only the command, while something else burns CPU.
+"$W/threads" 1 6 &
+other=$!
+profile "$TMP/cmd.folded" -F 999 -- "$W/shares" 1.5
+rc=$?
+others=$(awk -F';' '$1 != "shares" && $1 != "[lost]"' "$TMP/cmd.folded" | wc -l)
+if [ $rc -eq 0 ] && [ "$others" -eq 0 ] && [ "$(samples_with "$TMP/cmd.folded" run_shares)" -gt 500 ]; then
+	pass "-- command profiles only the command"
+else
+	fail "-- command profiles only the command" "exit $rc, $others foreign lines: $(head -3 "$TMP/cmd.folded")"
+fi
+
+# -p profiles exactly that process (all its threads), not the command above.
+profile "$TMP/p.folded" -F 999 -d 1 -p "$other"
+rc=$?
+others=$(awk -F';' '$1 != "worker-0" && $1 != "threads" && $1 != "[lost]"' "$TMP/p.folded" | wc -l)
+if [ $rc -eq 0 ] && [ "$others" -eq 0 ] && [ "$(samples_with "$TMP/p.folded" thread_work)" -gt 500 ]; then
+	pass "-p profiles exactly that process"
+else
+	fail "-p profiles exactly that process" "exit $rc, $others foreign lines: $(head -3 "$TMP/p.folded")"
+fi
+wait "$other"
+
+# SIGINT mid-run: a complete profile and exit 0.
+"$W/threads" 2 4 &
+burner=$!
+"$BPFS" -F 999 -o "$TMP/int.folded" 2>"$TMP/int.err" &
+bpfs=$!
+sleep 2
+kill -INT $bpfs
+wait $bpfs
+rc=$?
+wait $burner
+if [ $rc -eq 0 ] && grep -q "samples taken" "$TMP/int.err" &&
+	[ "$(samples_with "$TMP/int.folded" thread_work)" -gt 1000 ]; then
+	pass "SIGINT ends sampling with a complete profile"
+else
+	fail "SIGINT ends sampling with a complete profile" "exit $rc: $(tail -3 "$TMP/int.err")"
+fi
+
+# After all of that, none of our programs, links or events remain.
+progs_after=$(our_progs)
+links_after=$(bpftool link show 2>/dev/null | grep -c '^[0-9]')
+if [ "$progs_after" = "$progs_before" ] && [ "$links_after" = "$links_before" ]; then
+	pass "no BPF programs or links left behind"
+else
+	fail "no BPF programs or links left behind" "programs $progs_before -> $progs_after, links $links_before -> $links_after"
+fi
