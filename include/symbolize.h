@@ -27,6 +27,9 @@ void symbolizer__free(struct symbolizer *sym);
 /* A process was seen (again): read its mappings while it is alive. A new
  * comm means it exec'd: the mappings are read anew. */
 void symbolizer__note_process(struct symbolizer *sym, int pid, const char *comm);
+/* Re-reads the mappings of processes with new samples since their last read
+ * (call every few hundred ms while sampling, and once at the end). */
+void symbolizer__refresh(struct symbolizer *sym);
 /*
  * The name of a frame: the function, else "module+0xOFF" (ELF address in
  * that file), else "[anon]+0xADDR" / "[unmapped]+0xADDR". ret_addr: addr is

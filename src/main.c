@@ -70,9 +70,11 @@ static void fill_sampler_opts(const struct opts *o, struct symbolizer *sym,
 }
 
 /* Polls until the duration ends, a signal arrives or the command exits. */
-static void sample_loop(struct sampler *s, const struct opts *o, struct command *cmd)
+static void sample_loop(struct sampler *s, const struct opts *o, struct command *cmd,
+			struct symbolizer *sym)
 {
 	double deadline = o->duration > 0 ? now_s() + o->duration : 0;
+	double next_refresh = now_s() + 0.25;
 
 	while (!exiting) {
 		int timeout = 100;
@@ -87,6 +89,10 @@ static void sample_loop(struct sampler *s, const struct opts *o, struct command 
 		}
 		if (sampler__poll(s, timeout) < 0)
 			break;
+		if (now_s() >= next_refresh) {
+			symbolizer__refresh(sym);
+			next_refresh = now_s() + 0.25;
+		}
 		if (cmd && command__poll(cmd))
 			break;
 	}
@@ -145,9 +151,10 @@ static int run(const struct opts *o, FILE *out)
 	}
 	p_info("sampling at %u Hz%s", o->freq, o->duration ? "" : "; Ctrl-C to stop");
 	t0 = now_s();
-	sample_loop(s, o, cmd);
+	sample_loop(s, o, cmd, sym);
 
 	err = sampler__stop(s);
+	symbolizer__refresh(sym);
 	if (!err)
 		err = sampler__stats(s, &st);
 	if (!err)

@@ -18,6 +18,8 @@ struct proc {
 	int pid;
 	char comm[17];
 	struct procmaps *maps; /* NULL: never readable */
+	unsigned int reads;    /* times the maps were read */
+	bool dirty;	       /* new samples since the last read */
 	bool refreshed;	       /* maps re-read once after a miss */
 };
 
@@ -130,21 +132,57 @@ static void load_maps(struct symbolizer *sym, struct proc *p)
 {
 	struct procmaps *pm;
 
-	if (procmaps__load(p->pid, &pm))
+	p->dirty = false;
+	if (procmaps__load(p->pid, &pm)) {
+		p_dbg("pid %d: maps unreadable (gone)", p->pid);
 		return; /* gone: keep what we had */
+	}
+	if (!pm->nr) {
+		/* A zombie's maps read empty: it has exited, keep what we had. */
+		procmaps__free(pm);
+		return;
+	}
+	p_dbg("pid %d: %zu executable mappings", p->pid, pm->nr);
 	procmaps__free(p->maps);
 	p->maps = pm;
-	sym->stats.processes++;
+	if (!p->reads++)
+		sym->stats.processes++;
 }
 
+/*
+ * The first samples of a process often come while ld.so is still mapping
+ * its libraries, so one early read misses them. Read at once for a new
+ * process or a new comm (exec) and for the next new key too; after that,
+ * mark it dirty and let symbolizer__refresh() batch the reads.
+ */
 void symbolizer__note_process(struct symbolizer *sym, int pid, const char *comm)
 {
 	struct proc *p = get_proc(sym, pid);
 
-	if (!p || (p->maps && strncmp(p->comm, comm, sizeof(p->comm) - 1) == 0))
+	if (!p)
 		return;
-	snprintf(p->comm, sizeof(p->comm), "%s", comm);
-	load_maps(sym, p);
+	p_dbg("new key: pid %d comm %s (maps read %u times)", pid, comm, p->reads);
+	if (strncmp(p->comm, comm, sizeof(p->comm) - 1) != 0) {
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+		p->reads = p->reads ? 1 : 0; /* an exec: read twice again */
+		load_maps(sym, p);
+	} else if (p->reads < 2) {
+		load_maps(sym, p);
+	} else {
+		p->dirty = true;
+	}
+}
+
+void symbolizer__refresh(struct symbolizer *sym)
+{
+	void *val;
+
+	for (size_t i = 0; hashmap__next(sym->procs, &i, NULL, &val);) {
+		struct proc *p = val;
+
+		if (p->dirty)
+			load_maps(sym, p);
+	}
 }
 
 /* Opens the file behind a mapping the way the process sees it: map_files

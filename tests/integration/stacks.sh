@@ -23,8 +23,8 @@ within "shared library: lib_spin named under main;run_uselib" "$(ratio "$named" 
 
 profile "$TMP/sys.folded" -F 4000 --annotate -- "$W/syscalls" 2 || fail "syscalls run"
 loop=$(samples_with "$TMP/sys.folded" syscall_loop)
-kern=$(samples_matching "$TMP/sys.folded" ';syscall_loop;.*_\[k\]')
-entry=$(samples_matching "$TMP/sys.folded" ';syscall_loop;.*;entry_SYSCALL_64_\[k\]')
+kern=$(samples_matching "$TMP/sys.folded" ';syscall_loop;.*_[[]k[]]')
+entry=$(samples_matching "$TMP/sys.folded" ';syscall_loop;entry_SYSCALL_64[a-z_]*_[[]k[]]')
 if [ "$loop" -lt 2000 ]; then
 	fail "syscalls: enough samples" "$loop"
 else
@@ -34,5 +34,5 @@ else
 	else
 		fail "syscalls: kernel frames under syscall_loop" "only $k of $loop samples"
 	fi
-	within "syscalls: kernel part enters at entry_SYSCALL_64" "$(ratio "$entry" "$kern")" 1 0.05
+	within "syscalls: kernel part starts at entry_SYSCALL_64, right under syscall_loop" "$(ratio "$entry" "$kern")" 1 0.05
 fi

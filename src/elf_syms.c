@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elf_syms.h"
+
+struct sym {
+	uint64_t addr;
+	uint64_t size;
+	const char *name; /* in symtab->names */
+	unsigned char bind;
+	bool from_symtab;
+};
+
+struct seg {
+	uint64_t off;
+	uint64_t vaddr;
+	uint64_t filesz;
+};
+
+/* Names are copied into one arena, so the ELF file is closed after load. */
+struct symtab {
+	struct sym *syms;
+	size_t nr;
+	struct seg *segs;
+	size_t nsegs;
+	char *names;
+	char build_id[2 * 64 + 1];
+};
+
+static int elf_init(void)
+{
+	static int ok = -1;
+
+	if (ok < 0)
+		ok = elf_version(EV_CURRENT) != EV_NONE;
+	return ok ? 0 : -ENOSYS;
+}
+
+static int read_segments(Elf *elf, struct symtab *st)
+{
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return -ENOEXEC;
+	st->segs = calloc(n ? n : 1, sizeof(*st->segs));
+	if (!st->segs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		st->segs[st->nsegs++] = (struct seg){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
+	}
+	return 0;
+}
+
+static void read_build_id(Elf *elf, struct symtab *st)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			const unsigned char *desc = (const unsigned char *)data->d_buf + desc_off;
+
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp((const char *)data->d_buf + name_off, "GNU", 4) ||
+			    nh.n_descsz > 64)
+				continue;
+			for (size_t i = 0; i < nh.n_descsz; i++)
+				snprintf(st->build_id + 2 * i, 3, "%02x", desc[i]);
+			return;
+		}
+	}
+}
+
+/* Counts (names == NULL) or collects the function symbols of one section. */
+static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct symtab *st,
+			   size_t *names_len)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0, found = 0;
+
+	for (size_t i = 0; data && i < n; i++) {
+		GElf_Sym s;
+		const char *name;
+		int type;
+
+		if (!gelf_getsym(data, i, &s))
+			break;
+		type = GELF_ST_TYPE(s.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF ||
+		    !s.st_value)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, s.st_name);
+		if (!name || !*name)
+			continue;
+		found++;
+		if (!st->names) {
+			*names_len += strlen(name) + 1;
+			continue;
+		}
+		st->syms[st->nr++] = (struct sym){
+			.addr = s.st_value,
+			.size = s.st_size,
+			.name = st->names + *names_len,
+			.bind = GELF_ST_BIND(s.st_info),
+			.from_symtab = sh->sh_type == SHT_SYMTAB,
+		};
+		strcpy(st->names + *names_len, name);
+		*names_len += strlen(name) + 1;
+	}
+	return found;
+}
+
+static size_t scan_all(Elf *elf, struct symtab *st, size_t *names_len)
+{
+	Elf_Scn *scn = NULL;
+	size_t found = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
+			found += scan_symbols(elf, scn, &sh, st, names_len);
+	}
+	return found;
+}
+
+/* Aliases at one address: one name is kept. .symtab before .dynsym, then
+ * global before weak before local, then the shorter name, then by bytes:
+ * deterministic, and "getppid" wins over "__GI___getppid". */
+static int bind_rank(unsigned char b)
+{
+	return b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+	size_t lx, ly;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->from_symtab != y->from_symtab)
+		return x->from_symtab ? -1 : 1;
+	if (bind_rank(x->bind) != bind_rank(y->bind))
+		return bind_rank(x->bind) - bind_rank(y->bind);
+	lx = strlen(x->name);
+	ly = strlen(y->name);
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int read_symbols(Elf *elf, struct symtab *st)
+{
+	size_t names_len = 0, n, k = 0;
+
+	n = scan_all(elf, st, &names_len); /* first pass: sizes */
+	st->names = malloc(names_len ? names_len : 1);
+	st->syms = calloc(n ? n : 1, sizeof(*st->syms));
+	if (!st->names || !st->syms)
+		return -ENOMEM;
+	names_len = 0;
+	scan_all(elf, st, &names_len);
+	qsort(st->syms, st->nr, sizeof(*st->syms), cmp_sym);
+	for (size_t i = 0; i < st->nr; i++) {
+		if (k && st->syms[k - 1].addr == st->syms[i].addr) {
+			/* keep the first (preferred) name, the largest size */
+			if (st->syms[i].size > st->syms[k - 1].size)
+				st->syms[k - 1].size = st->syms[i].size;
+			continue;
+		}
+		st->syms[k++] = st->syms[i];
+	}
+	st->nr = k;
+	return 0;
+}
+
+static int load_elf(Elf *elf, struct symtab **out)
+{
+	struct symtab *st;
+	int err;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		return -ENOEXEC;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	err = read_segments(elf, st);
+	if (!err)
+		err = read_symbols(elf, st);
+	if (err) {
+		symtab__free(st);
+		return err;
+	}
+	read_build_id(elf, st);
+	*out = st;
+	return 0;
+}
+
+int symtab__load(const char *path, struct symtab **out)
+{
+	Elf *elf;
+	int fd, err;
+
+	err = elf_init();
+	if (err)
+		return err;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	err = load_elf(elf, out);
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+int symtab__load_mem(const void *buf, size_t size, struct symtab **out)
+{
+	void *copy;
+	Elf *elf;
+	int err;
+
+	err = elf_init();
+	if (err)
+		return err;
+	copy = malloc(size); /* elf_memory wants writable memory */
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, buf, size);
+	elf = elf_memory(copy, size);
+	err = load_elf(elf, out);
+	elf_end(elf);
+	free(copy);
+	return err;
+}
+
+void symtab__free(struct symtab *st)
+{
+	if (!st)
+		return;
+	free(st->syms);
+	free(st->segs);
+	free(st->names);
+	free(st);
+}
+
+const char *symtab__find(const struct symtab *st, uint64_t vaddr, uint64_t *sym_off)
+{
+	size_t lo = 0, hi = st->nr;
+	const struct sym *s;
+
+	/* the last symbol starting at or below vaddr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	s = &st->syms[lo - 1];
+	/* Sized: only inside it. Size 0 (hand-written asm): up to the next. */
+	if (s->size && vaddr >= s->addr + s->size)
+		return NULL;
+	if (sym_off)
+		*sym_off = vaddr - s->addr;
+	return s->name;
+}
+
+int symtab__off_to_vaddr(const struct symtab *st, uint64_t off, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < st->nsegs; i++) {
+		const struct seg *g = &st->segs[i];
+
+		if (off >= g->off && off < g->off + g->filesz) {
+			*vaddr = off - g->off + g->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+const char *symtab__build_id(const struct symtab *st)
+{
+	return st->build_id[0] ? st->build_id : NULL;
+}
+
+size_t symtab__nr_syms(const struct symtab *st)
+{
+	return st->nr;
+}
