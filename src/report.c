@@ -226,11 +226,14 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 	double per_cpu_s = st->nr_cpus ? st->enabled_ns / 1e9 / st->nr_cpus : 0;
 	double eff = per_cpu_s > 0 ? v[BPFS_STAT_TAKEN] / per_cpu_s / st->nr_cpus : 0;
 
-	fprintf(f, "bpfsampler: %.2f s on %d CPU%s at %.0f Hz: %" PRIu64 " samples taken of %" PRIu64
-		" expected (%.1f%%, effective %.0f Hz per CPU)\n",
+	double pct = st->expected ? 100.0 * v[BPFS_STAT_TAKEN] / st->expected : 0.0;
+
+	fprintf(f, "bpfsampler: %.2f s on %d CPU%s at %.0f Hz: %" PRIu64 " samples taken, %.1f%% of "
+		"%" PRIu64 " timer periods (effective %.0f Hz per CPU)%s\n",
 		per_cpu_s ? per_cpu_s : seconds, st->nr_cpus, st->nr_cpus == 1 ? "" : "s", st->rate,
-		v[BPFS_STAT_TAKEN], st->expected,
-		st->expected ? 100.0 * v[BPFS_STAT_TAKEN] / st->expected : 0.0, eff);
+		v[BPFS_STAT_TAKEN], pct, st->expected, eff,
+		/* Seen on these VMs, perf alike: an idle CPU's timer fires late. */
+		pct < 95 && v[BPFS_STAT_IDLE] ? "; idle CPUs fire late on some VMs" : "");
 	fprintf(f, "  kept %" PRIu64 " in %" PRIu64 " process%s, %" PRIu64 " distinct stacks, %zu "
 		"folded lines; idle %" PRIu64 ", not selected %" PRIu64 "\n",
 		v[BPFS_STAT_KEPT], rs->processes, rs->processes == 1 ? "" : "es", rs->stacks,

@@ -105,3 +105,20 @@ if [ "$progs_after" = "$progs_before" ] && [ "$links_after" = "$links_before" ];
 else
 	fail "no BPF programs or links left behind" "programs $progs_before -> $progs_after, links $links_before -> $links_after"
 fi
+
+# What the machine lacks is named, with what to do, and exits 1.
+cp "$BPFS" "$TMP/bpfs" && chmod 755 "$TMP" "$TMP/bpfs"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$TMP/bpfs" -d 1 >/dev/null 2>"$TMP/np.err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "not enough privileges" "$TMP/np.err" && grep -q "CAP_BPF" "$TMP/np.err"; then
+	pass "without privileges: says what is missing"
+else
+	fail "without privileges: says what is missing" "exit $rc: $(cat "$TMP/np.err")"
+fi
+unshare -m sh -c "mount -t tmpfs none /sys/kernel/btf && '$BPFS' -d 1" >/dev/null 2>"$TMP/nobtf.err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "no BTF" "$TMP/nobtf.err" && grep -q "CONFIG_DEBUG_INFO_BTF" "$TMP/nobtf.err"; then
+	pass "without kernel BTF: says what is missing"
+else
+	fail "without kernel BTF: says what is missing" "exit $rc: $(cat "$TMP/nobtf.err")"
+fi
