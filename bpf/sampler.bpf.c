@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The sampling side of bpfsampler: one perf_event program attached to a
- * timer (or counter) event on every CPU. Each sample takes the kernel stack
- * and the user stack (frame pointers, bpf_get_stack), stores each distinct
- * stack once in `stacks` and counts (pid, tid, comm, stacks) in `counts`.
+ * The sampling side of bpfsampler: one perf_event program attached to the
+ * sampling event(s) on every CPU. Each sample takes the kernel stack and the
+ * user stack (frame pointers), stores each distinct stack segment once in
+ * `stacks`, and then either counts (pid, tid, comm, event, stacks) in
+ * `counts` (aggregate mode) or sends a sample record through this CPU's ring
+ * (stream mode). New segments are sent once as stack records in stream mode.
  *
- * Every sample ends in exactly one bucket of the `stats` map (kept, idle,
- * filtered or lost by reason), so the loader can prove nothing vanished.
+ * Every sample ends in exactly one bucket of the `stats` map (kept,
+ * spilled, streamed, idle, filtered or lost by reason), so the loader can
+ * prove nothing vanished: see docs/design.md, "Loss model".
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -16,18 +19,20 @@
 #include "bpfsampler/sampler_abi.h"
 
 #define EEXIST 17
-#define E2BIG 7
 #define EBUSY 16
 
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the loader before load (rodata is frozen, so the verifier sees
  * constants and prunes the unused branches). */
+const volatile __u32 mode = BPFS_MODE_AGGREGATE;
 const volatile __u32 filter_mode = BPFS_FILTER_NONE;
 const volatile bool include_idle = false;
 const volatile bool collect_user = true;
 const volatile bool collect_kernel = true;
-const volatile __u32 max_depth = BPFS_MAX_STACK_DEPTH;
+const volatile __u32 max_depth = BPFS_DEFAULT_DEPTH; /* user frames */
+/* Ring data that makes the loader wake up (else it polls on a timer). */
+const volatile __u64 wakeup_bytes = 64 * 1024;
 /* Tests narrow stack ids to a few bits to force collisions and check that
  * colliding stacks are never merged (--debug-stack-id-bits). */
 const volatile __u64 stack_id_mask = ~0ULL;
@@ -47,7 +52,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1);
 	__type(key, struct bpfs_count_key);
-	__type(value, __u64);
+	__type(value, struct bpfs_count_val);
 } counts SEC(".maps");
 
 struct {
@@ -65,13 +70,58 @@ struct {
 	__type(value, __u8);
 } filter SEC(".maps");
 
-struct {
+/* One ring per CPU (--ring-size each): a CPU never contends with another
+ * for its ring, and the loader drains them all from one epoll set. */
+struct ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
-} events SEC(".maps");
+};
 
-/* A window of user stack memory, read with one helper call: walking frames
- * inside it costs no helper call per frame. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct ring);
+} rings SEC(".maps");
+
+/* Per-CPU record sequence numbers: every record a CPU tries to send takes
+ * one, sent or not, so the loader sees each lost record as a gap. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} seqs SEC(".maps");
+
+/* The user stack as walked, leaf first, before it is cut into segments,
+ * and the walk's state. The state lives in the map value, not on the BPF
+ * stack: the verifier tracks stack values exactly, so a counter there makes
+ * it walk every one of the 1024 iterations of the bpf_loop callback. */
+struct ustack {
+	__u64 fp, sp, base;
+	__u32 nr, words;
+	__u32 fault;
+	__u32 pad;
+	__u64 ips[BPFS_MAX_USER_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ustack);
+} uscratch SEC(".maps");
+
+/* The segment being stored (not on the 512-byte BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bpfs_stack);
+} segscratch SEC(".maps");
+
+/* A window of user stack memory, read with one helper call: walking the
+ * frames inside it costs no helper call per frame. */
 #define UWIN_WORDS 64
 
 struct uwin {
@@ -85,21 +135,53 @@ struct {
 	__type(value, struct uwin);
 } uwindow SEC(".maps");
 
-/* Stacks are built here, not on the 512-byte BPF stack. Two slots, since
- * store_stack compares the new stack with one already in the map. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct bpfs_stack);
-} scratch SEC(".maps");
-
 static __always_inline void stat_inc(__u32 which)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &which);
 
 	if (v)
 		*v += 1; /* per-CPU slot: no atomics needed */
+}
+
+static __always_inline void *this_ring(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&rings, &cpu);
+}
+
+/* Reserves a record on this CPU's ring and fills its header; NULL when the
+ * ring is full (the sequence number is spent anyway: a visible gap). */
+static __always_inline void *rec_reserve(void *ring, __u32 size, __u32 type)
+{
+	struct bpfs_rec_hdr *hdr;
+	__u32 zero = 0;
+	__u64 *seq, s;
+
+	seq = bpf_map_lookup_elem(&seqs, &zero);
+	if (!seq || !ring)
+		return NULL;
+	s = ++*seq;
+	hdr = bpf_ringbuf_reserve(ring, size, 0);
+	if (!hdr) {
+		stat_inc(BPFS_STAT_RECS_UNSENT);
+		return NULL;
+	}
+	hdr->type = type;
+	hdr->cpu = bpf_get_smp_processor_id();
+	hdr->seq = s;
+	return hdr;
+}
+
+/* Wakes the loader only once a batch has piled up; it also polls on a
+ * timer, so small batches are drained without a wake-up per record. */
+static __always_inline void rec_submit(void *ring, void *rec)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(rec, flags);
 }
 
 static __always_inline __u64 mix64(__u64 h)
@@ -112,42 +194,93 @@ static __always_inline __u64 mix64(__u64 h)
 	return h;
 }
 
-static __always_inline __u64 stack_hash(const struct bpfs_stack *s, __u64 seed)
-{
-	__u64 h = mix64(seed ^ s->nr);
+/* The loops over frames run under bpf_loop: the verifier checks each
+ * callback once, where an inlined 127-step loop is re-walked at every probe
+ * and call site (over the 1M-instruction limit). */
+struct seg_loop {
+	const struct bpfs_stack *a;
+	const struct bpfs_stack *b;
+	__u64 h;
+	bool differ;
+};
 
-	for (int i = 0; i < BPFS_MAX_STACK_DEPTH; i++) {
-		if (i >= s->nr)
-			break;
-		h = (h ^ s->ips[i]) * 0x9e3779b97f4a7c15ULL;
-		h ^= h >> 29;
-	}
-	return mix64(h);
+static long hash_frame(__u64 i, void *data)
+{
+	struct seg_loop *l = data;
+
+	if (i >= BPFS_SEG_FRAMES)
+		return 1;
+	l->h = (l->h ^ l->a->ips[i]) * 0x9e3779b97f4a7c15ULL;
+	l->h ^= l->h >> 29;
+	return 0;
 }
 
-static __always_inline bool stack_equal(const struct bpfs_stack *a, const struct bpfs_stack *b)
+static long compare_frame(__u64 i, void *data)
 {
-	if (a->nr != b->nr)
-		return false;
-	for (int i = 0; i < BPFS_MAX_STACK_DEPTH; i++) {
-		if (i >= a->nr)
-			break;
-		if (a->ips[i] != b->ips[i])
-			return false;
+	struct seg_loop *l = data;
+
+	if (i >= BPFS_SEG_FRAMES)
+		return 1;
+	if (l->a->ips[i] != l->b->ips[i]) {
+		l->differ = true;
+		return 1;
 	}
-	return true;
+	return 0;
+}
+
+static __always_inline __u32 seg_nr(const struct bpfs_stack *s)
+{
+	return s->nr < BPFS_SEG_FRAMES ? s->nr : BPFS_SEG_FRAMES;
+}
+
+static __always_inline __u64 seg_hash(const struct bpfs_stack *s, __u64 seed)
+{
+	struct seg_loop l = { .a = s, .h = mix64(seed ^ s->nr ^ mix64(s->parent)) };
+
+	bpf_loop(seg_nr(s), hash_frame, &l, 0);
+	return mix64(l.h);
+}
+
+static __always_inline bool seg_equal(const struct bpfs_stack *a, const struct bpfs_stack *b)
+{
+	struct seg_loop l = { .a = a, .b = b };
+
+	if (a->nr != b->nr || a->parent != b->parent)
+		return false;
+	bpf_loop(seg_nr(a), compare_frame, &l, 0);
+	return !l.differ;
+}
+
+/* Stream mode: a segment new to `stacks` goes to the loader once. If the
+ * record cannot be reserved the segment stays in the map, and the loader
+ * reads it from there when a sample needs it. */
+static __always_inline void send_segment(__u64 id, const struct bpfs_stack *s)
+{
+	void *ring = this_ring();
+	struct bpfs_rec_stack *rec;
+
+	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_STACK);
+	if (!rec) {
+		stat_inc(BPFS_STAT_STACK_RECS_LOST);
+		return;
+	}
+	rec->id = id;
+	/* too large for an inlined memcpy */
+	bpf_probe_read_kernel(&rec->seg, sizeof(rec->seg), s);
+	rec_submit(ring, rec);
 }
 
 /*
- * Returns the id of stack s in `stacks`, inserting it when new, or 0 when it
- * could not be stored (the reason is counted). The id is a content hash; on a
- * hit the frames are compared, and a different stack in the slot sends us to
- * the next probe, so two stacks can never be merged (unlike a STACK_TRACE map
- * with BPF_F_REUSE_STACKID/FAST_STACK_CMP, or one that drops on -EEXIST).
+ * Returns the id of segment s in `stacks`, inserting it when new, or 0 when
+ * it could not be stored (the reason is counted). The id is a content hash;
+ * on a hit the frames and parent are compared, and a different segment in
+ * the slot sends us to the next probe, so two stacks can never be merged
+ * (unlike a STACK_TRACE map with BPF_F_REUSE_STACKID/FAST_STACK_CMP, or one
+ * that drops on -EEXIST).
  */
-static __always_inline __u64 store_stack(const struct bpfs_stack *s, __u64 seed)
+static __always_inline __u64 store_segment(const struct bpfs_stack *s, __u64 seed)
 {
-	__u64 id = stack_hash(s, seed) & stack_id_mask;
+	__u64 id = seg_hash(s, seed) & stack_id_mask;
 
 	for (int probe = 0; probe < BPFS_STACK_PROBES; probe++) {
 		struct bpfs_stack *old;
@@ -158,8 +291,11 @@ static __always_inline __u64 store_stack(const struct bpfs_stack *s, __u64 seed)
 		old = bpf_map_lookup_elem(&stacks, &id);
 		if (!old) {
 			err = bpf_map_update_elem(&stacks, &id, s, BPF_NOEXIST);
-			if (!err)
+			if (!err) {
+				if (mode == BPFS_MODE_STREAM)
+					send_segment(id, s);
 				return id;
+			}
 			if (err == -EBUSY) {
 				stat_inc(BPFS_STAT_LOST_BUSY);
 				return 0;
@@ -173,7 +309,7 @@ static __always_inline __u64 store_stack(const struct bpfs_stack *s, __u64 seed)
 			if (!old)
 				continue;
 		}
-		if (stack_equal(old, s))
+		if (seg_equal(old, s))
 			return id;
 		id = mix64(id + 0x9e3779b97f4a7c15ULL) & stack_id_mask;
 	}
@@ -181,38 +317,28 @@ static __always_inline __u64 store_stack(const struct bpfs_stack *s, __u64 seed)
 	return 0;
 }
 
-/* Stores a stack just read into scratch: false when the sample must be
- * dropped (already counted). */
-static __always_inline bool store_taken(struct bpfs_stack *s, bool user, __u64 *id, __u32 *flags)
-{
-	if (s->nr == 0)
-		return true;
-	if (s->nr >= max_depth) {
-		stat_inc(user ? BPFS_STAT_USTACK_TRUNC : BPFS_STAT_KSTACK_TRUNC);
-		*flags |= user ? BPFS_F_USTACK_TRUNC : BPFS_F_KSTACK_TRUNC;
-	}
-	*id = store_stack(s, user ? 0x75 : 0x6b);
-	return *id != 0;
-}
-
-/* The kernel stack through the kernel's own unwinder. A stack that cannot
- * be read is not a drop: the sample is kept with *flags marking it. */
+/* The kernel stack through the kernel's own unwinder, as one segment. A
+ * stack that cannot be read is not a drop: the sample is kept, marked. */
 static __always_inline bool take_kernel_stack(void *ctx, struct bpfs_stack *s, __u64 *id,
 					      __u32 *flags)
 {
-	__u32 size = max_depth * sizeof(__u64);
-	long n;
+	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
 
-	if (size > sizeof(s->ips))
-		size = sizeof(s->ips);
-	n = bpf_get_stack(ctx, s->ips, size, 0);
 	if (n < 0) {
 		stat_inc(BPFS_STAT_KSTACK_ERR);
 		*flags |= BPFS_F_KSTACK_ERR;
 		return true;
 	}
 	s->nr = n / sizeof(__u64);
-	return store_taken(s, false, id, flags);
+	s->parent = 0;
+	if (!s->nr)
+		return true;
+	if (s->nr >= BPFS_SEG_FRAMES) {
+		stat_inc(BPFS_STAT_KSTACK_TRUNC);
+		*flags |= BPFS_F_KSTACK_TRUNC;
+	}
+	*id = store_segment(s, 0x6b);
+	return *id != 0;
 }
 
 /*
@@ -225,7 +351,8 @@ static __always_inline bool take_kernel_stack(void *ctx, struct bpfs_stack *s, _
  * measured with bpf_stats). Here a frame pointer must be 8-byte aligned,
  * above the stack pointer, within MAX_STACK_SPAN of it, and rise from frame
  * to frame (which also rules out cycles), so the walk ends without touching
- * an unmapped page.
+ * an unmapped page. It is also not bounded by perf_event_max_stack (127):
+ * it goes on to --max-stack-depth.
  */
 #define MAX_STACK_SPAN (64ULL << 20)
 
@@ -242,11 +369,8 @@ static __always_inline __u32 read_window(struct uwin *win, __u64 fp)
 }
 
 struct walk {
-	struct bpfs_stack *s;
+	struct ustack *st;
 	struct uwin *win;
-	__u64 fp, sp, base;
-	__u32 nr, words;
-	bool fault;
 };
 
 /* One frame per call, from bpf_loop: the verifier checks the body once
@@ -254,20 +378,21 @@ struct walk {
 static long walk_frame(__u64 i, void *data)
 {
 	struct walk *w = data;
-	__u32 nr = w->nr;
-	__u64 off, next, ret;
+	struct ustack *st = w->st;
+	__u32 nr = st->nr;
+	__u64 off, next, ret, fp = st->fp;
 
-	if (nr >= max_depth || nr >= BPFS_MAX_STACK_DEPTH)
+	if (nr >= max_depth || nr >= BPFS_MAX_USER_DEPTH)
 		return 1;
-	if (w->fp < w->sp || w->fp - w->sp >= MAX_STACK_SPAN || (w->fp & 7))
+	if (fp < st->sp || fp - st->sp >= MAX_STACK_SPAN || (fp & 7))
 		return 1;
-	off = (w->fp - w->base) / 8;
-	if (!w->words || w->fp < w->base || off + 1 >= w->words) {
-		w->base = w->fp;
+	off = (fp - st->base) / 8;
+	if (!st->words || fp < st->base || off + 1 >= st->words) {
+		st->base = fp;
 		off = 0;
-		w->words = read_window(w->win, w->fp);
-		if (!w->words) {
-			w->fault = true;
+		st->words = read_window(w->win, fp);
+		if (!st->words) {
+			st->fault = 1;
 			return 1;
 		}
 	}
@@ -276,43 +401,89 @@ static long walk_frame(__u64 i, void *data)
 	ret = w->win->w[off + 1];
 	if (!ret)
 		return 1;
-	w->s->ips[nr] = ret;
-	w->nr = nr + 1;
-	if (next <= w->fp)
+	st->ips[nr] = ret;
+	st->nr = nr + 1;
+	if (next <= fp)
 		return 1;
-	w->sp = w->fp;
-	w->fp = next;
+	st->sp = fp;
+	st->fp = next;
 	return 0;
 }
 
+struct cut {
+	struct ustack *st;
+	struct bpfs_stack *seg;
+	__u32 nr;    /* frames walked */
+	__u64 id;    /* last segment stored; 0 when storing failed */
+};
+
+/* Stores segment j counted from the root: frames [nr-127(j+1), nr-127j) of
+ * the leaf-first walk, with the previous (outer) segment as parent. */
+static long cut_segment(__u64 j, void *data)
+{
+	struct cut *c = data;
+	__u32 end, start, len;
+
+	if (j * BPFS_SEG_FRAMES >= c->nr)
+		return 1;
+	end = c->nr - j * BPFS_SEG_FRAMES;
+	start = end > BPFS_SEG_FRAMES ? end - BPFS_SEG_FRAMES : 0;
+	len = end - start;
+	if (len > BPFS_SEG_FRAMES || start >= BPFS_MAX_USER_DEPTH)
+		return 1; /* cannot happen; bounds for the verifier */
+	c->seg->parent = c->id;
+	c->seg->nr = len;
+	/* one helper call instead of a copy loop the verifier walks 127 times */
+	bpf_probe_read_kernel(c->seg->ips, (len & 0x7f) * sizeof(__u64),
+			      &c->st->ips[start & (BPFS_MAX_USER_DEPTH - 1)]);
+	c->id = store_segment(c->seg, 0x75);
+	return c->id ? 0 : 1;
+}
+
 static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
-					    struct bpfs_stack *s, __u64 *id, __u32 *flags)
+					    struct bpfs_stack *seg, __u64 *id, __u32 *flags)
 {
 	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
-	struct walk w = { .s = s, .nr = 1 };
+	struct walk w = {};
+	struct cut c = {};
+	struct ustack *st;
 	__u32 zero = 0;
 
+	st = bpf_map_lookup_elem(&uscratch, &zero);
 	w.win = bpf_map_lookup_elem(&uwindow, &zero);
-	if (!w.win)
+	if (!st || !w.win)
 		return true;
+	w.st = st;
 	if (cs & 3) { /* interrupted in user mode: these are its registers */
-		s->ips[0] = ctx->regs.ip;
-		w.fp = ctx->regs.bp;
-		w.sp = ctx->regs.sp;
+		st->ips[0] = ctx->regs.ip;
+		st->fp = ctx->regs.bp;
+		st->sp = ctx->regs.sp;
 	} else { /* in the kernel: the registers saved at kernel entry */
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
-		s->ips[0] = BPF_CORE_READ(regs, ip);
-		w.fp = BPF_CORE_READ(regs, bp);
-		w.sp = BPF_CORE_READ(regs, sp);
+		st->ips[0] = BPF_CORE_READ(regs, ip);
+		st->fp = BPF_CORE_READ(regs, bp);
+		st->sp = BPF_CORE_READ(regs, sp);
 	}
-	bpf_loop(BPFS_MAX_STACK_DEPTH, walk_frame, &w, 0);
-	if (w.fault) {
+	st->nr = 1;
+	st->words = 0;
+	st->base = 0;
+	st->fault = 0;
+	bpf_loop(BPFS_MAX_USER_DEPTH, walk_frame, &w, 0);
+	if (st->fault) {
 		stat_inc(BPFS_STAT_USTACK_ERR);
 		*flags |= BPFS_F_USTACK_ERR;
 	}
-	s->nr = w.nr;
-	return store_taken(s, true, id, flags);
+	if (st->nr >= max_depth) {
+		stat_inc(BPFS_STAT_USTACK_TRUNC);
+		*flags |= BPFS_F_USTACK_TRUNC;
+	}
+	c.st = st;
+	c.seg = seg;
+	c.nr = st->nr;
+	bpf_loop(BPFS_MAX_USER_DEPTH / BPFS_SEG_FRAMES + 1, cut_segment, &c, 0);
+	*id = c.id;
+	return c.id != 0;
 }
 
 static __always_inline bool selected(__u32 pid, __u32 tid)
@@ -325,34 +496,63 @@ static __always_inline bool selected(__u32 pid, __u32 tid)
 	return bpf_map_lookup_elem(&filter, &key) != NULL;
 }
 
+/* The partial record: what the interrupt knows about one sample. */
+static __always_inline bool send_sample(const struct bpfs_count_key *key, __u64 period)
+{
+	void *ring = this_ring();
+	struct bpfs_rec_sample *rec;
+
+	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_SAMPLE);
+	if (!rec)
+		return false;
+	rec->time_ns = bpf_ktime_get_ns();
+	rec->period = period;
+	rec->kstack_id = key->kstack_id;
+	rec->ustack_id = key->ustack_id;
+	rec->pid = key->pid;
+	rec->tid = key->tid;
+	rec->event = key->event;
+	rec->flags = key->flags;
+	__builtin_memcpy(rec->comm, key->comm, sizeof(rec->comm));
+	rec_submit(ring, rec);
+	return true;
+}
+
 static __always_inline void notify_new_key(const struct bpfs_count_key *key)
 {
+	void *ring = this_ring();
 	struct bpfs_rec_new_key *rec;
 
-	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_NEW_KEY);
 	if (!rec) {
 		stat_inc(BPFS_STAT_NOTIFY_LOST);
 		return;
 	}
-	rec->type = BPFS_REC_NEW_KEY;
 	rec->pid = key->pid;
 	rec->tid = key->tid;
 	__builtin_memcpy(rec->comm, key->comm, sizeof(rec->comm));
-	bpf_ringbuf_submit(rec, 0);
+	rec_submit(ring, rec);
 }
 
-static __always_inline void count_sample(const struct bpfs_count_key *key)
+static __always_inline bool add_count(struct bpfs_count_val *val, __u64 period)
 {
-	__u64 one = 1, *val;
+	__sync_fetch_and_add(&val->samples, 1);
+	__sync_fetch_and_add(&val->period, period);
+	stat_inc(BPFS_STAT_KEPT);
+	return true;
+}
+
+/* Aggregate mode. A full map spills the sample to the ring, as pprof's
+ * in-process table evicts to its log, rather than losing it. */
+static __always_inline void count_sample(const struct bpfs_count_key *key, __u64 period)
+{
+	struct bpfs_count_val *val, init = { 1, period };
 	long err;
 
 	val = bpf_map_lookup_elem(&counts, key);
-	if (val) {
-		__sync_fetch_and_add(val, 1);
-		stat_inc(BPFS_STAT_KEPT);
+	if (val && add_count(val, period))
 		return;
-	}
-	err = bpf_map_update_elem(&counts, key, &one, BPF_NOEXIST);
+	err = bpf_map_update_elem(&counts, key, &init, BPF_NOEXIST);
 	if (!err) {
 		stat_inc(BPFS_STAT_KEPT);
 		notify_new_key(key);
@@ -360,13 +560,13 @@ static __always_inline void count_sample(const struct bpfs_count_key *key)
 	}
 	if (err == -EEXIST) {
 		val = bpf_map_lookup_elem(&counts, key);
-		if (val) {
-			__sync_fetch_and_add(val, 1);
-			stat_inc(BPFS_STAT_KEPT);
+		if (val && add_count(val, period))
 			return;
-		}
 	}
-	stat_inc(err == -EBUSY ? BPFS_STAT_LOST_BUSY : BPFS_STAT_LOST_COUNTS_FULL);
+	if (send_sample(key, period))
+		stat_inc(BPFS_STAT_SPILLED);
+	else
+		stat_inc(err == -EBUSY ? BPFS_STAT_LOST_BUSY : BPFS_STAT_LOST_COUNTS_FULL);
 }
 
 SEC("perf_event")
@@ -376,7 +576,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct bpfs_count_key key = {};
 	struct task_struct *task;
-	struct bpfs_stack *s;
+	struct bpfs_stack *seg;
 	__u32 zero = 0;
 
 	stat_inc(BPFS_STAT_TAKEN);
@@ -388,27 +588,35 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(BPFS_STAT_FILTERED);
 		return 0;
 	}
-	s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
+	seg = bpf_map_lookup_elem(&segscratch, &zero);
+	if (!seg)
 		return 0; /* cannot happen: a one-entry array */
 
 	key.pid = pid;
 	key.tid = tid;
+	key.event = bpf_get_attach_cookie(ctx);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 
 	/* Interrupted in user mode there is no kernel stack: skip the helper,
 	 * which costs ~250 ns even when it finds nothing. */
 	if (collect_kernel && !(*(volatile __u64 *)&ctx->regs.cs & 3) &&
-	    !take_kernel_stack(ctx, s, &key.kstack_id, &key.flags))
+	    !take_kernel_stack(ctx, seg, &key.kstack_id, &key.flags))
 		return 0;
 
 	task = bpf_get_current_task_btf();
 	if (!task->mm)
 		key.flags |= BPFS_F_KTHREAD; /* kernel thread: no user stack */
-	else if (collect_user && !take_user_stack(ctx, s, &key.ustack_id, &key.flags))
+	else if (collect_user && !take_user_stack(ctx, seg, &key.ustack_id, &key.flags))
 		return 0;
 
-	count_sample(&key);
+	if (mode == BPFS_MODE_STREAM) {
+		if (send_sample(&key, ctx->sample_period))
+			stat_inc(BPFS_STAT_STREAMED);
+		else
+			stat_inc(BPFS_STAT_LOST_RING_FULL);
+		return 0;
+	}
+	count_sample(&key, ctx->sample_period);
 	return 0;
 }
 

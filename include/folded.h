@@ -20,6 +20,8 @@ void folded__free(struct folded *f);
  * becomes "[empty]". Returns 0 or -ENOMEM. */
 int folded__add(struct folded *f, const char *const *frames, size_t nr, uint64_t count);
 int folded__write(const struct folded *f, FILE *out);
+/* Writes frames joined by ';', sanitized as folded__add does. */
+void folded__put_frames(FILE *out, const char *const *frames, size_t nr);
 size_t folded__nr_lines(const struct folded *f);
 
 #endif

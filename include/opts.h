@@ -12,8 +12,21 @@
 #define OPTS_MAX_FREQ 100000 /* the kernel's hrtimer floor: 10 us */
 #define OPTS_DEFAULT_MAP_ENTRIES 65536
 #define OPTS_DEFAULT_STACK_ENTRIES 16384
-/* = BPFS_MAX_STACK_DEPTH: bpf_get_stack()'s limit (sampler.c asserts it) */
-#define BPFS_MAX_DEPTH_OPT 127
+/* = BPFS_MAX_USER_DEPTH, the BPF frame-pointer walk's bound (sampler.c
+ * asserts it) */
+#define BPFS_MAX_DEPTH_OPT 1024
+#define OPTS_DEFAULT_RING_SIZE (1U << 20)
+
+enum opts_format {
+	OPTS_FORMAT_FOLDED = 0,
+	OPTS_FORMAT_SAMPLES,
+};
+
+enum opts_mode {
+	OPTS_MODE_DEFAULT = 0, /* chosen from measurements: see opts.c */
+	OPTS_MODE_AGGREGATE,
+	OPTS_MODE_STREAM,
+};
 
 struct int_list {
 	int *v;
@@ -35,6 +48,10 @@ struct opts {
 	unsigned int map_entries;   /* --map-entries */
 	unsigned int stack_entries; /* --stack-entries */
 	unsigned int stack_id_bits; /* --debug-stack-id-bits (tests only) */
+	unsigned int ring_size;	 /* --ring-size, bytes per CPU */
+	unsigned int reader_delay_ms; /* --debug-reader-delay (tests only) */
+	enum opts_mode mode;	 /* --mode */
+	enum opts_format format; /* --format */
 	int verbose;		 /* -v, repeatable */
 	char **command;		 /* after "--"; NULL-terminated, or NULL */
 };

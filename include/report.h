@@ -12,10 +12,14 @@ struct folded;
 struct sampler;
 struct sampler_stats;
 struct symbolizer;
+struct stream;
+struct stream_stats;
+struct bpfs_rec_sample;
 
 struct report_opts {
 	bool annotate;	    /* kernel frames get the _[k] suffix */
 	bool kernel_only;   /* user-mode samples show as [user space] */
+	bool weight_period; /* counts are sums of periods, not samples */
 };
 
 struct report_stats {
@@ -23,14 +27,21 @@ struct report_stats {
 	uint64_t lost;		/* in [lost] lines */
 	uint64_t keys;		/* (pid, tid, comm, stacks) keys read */
 	uint64_t processes;	/* distinct pids */
-	uint64_t stacks;	/* distinct stacks read */
+	uint64_t stacks;	/* distinct (kernel, user) stack pairs */
 	uint64_t stacks_missing; /* ids not found in the stacks map */
 };
 
-int report__build(struct sampler *s, struct symbolizer *sym, const struct report_opts *o,
-		  const struct sampler_stats *st, struct folded *out, struct report_stats *rs);
+/* Named folded stacks from the kernel's counts (s, may be NULL) and the
+ * stream's, plus [lost] lines from st. Stack segments come from the stream,
+ * else from the sampler's map. */
+int report__build(struct sampler *s, struct stream *stream, struct symbolizer *sym,
+		  const struct report_opts *o, const struct sampler_stats *st,
+		  struct folded *out, struct report_stats *rs);
+/* One line of --format samples: "SECONDS.NS CPU PID TID PERIOD frames". */
+int report__write_sample(struct sampler *s, struct stream *stream, struct symbolizer *sym,
+			 const struct report_opts *o, const struct bpfs_rec_sample *r, FILE *f);
 /* Human summary of a run, on f. */
 void report__summary(FILE *f, const struct sampler_stats *st, const struct report_stats *rs,
-		     size_t nr_lines, double seconds);
+		     const struct stream_stats *ss, size_t nr_lines, double seconds);
 
 #endif

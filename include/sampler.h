@@ -10,16 +10,20 @@
 
 #include <linux/types.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "bpfsampler/sampler_abi.h"
 
 struct int_list;
 
-typedef void (*sampler_new_key_fn)(void *ctx, uint32_t pid, uint32_t tid, const char *comm);
-typedef int (*sampler_count_fn)(void *ctx, const struct bpfs_count_key *key, uint64_t count);
+/* Every record of every CPU's ring, as it is drained. */
+typedef int (*sampler_record_fn)(void *ctx, const void *data, size_t size);
+typedef int (*sampler_count_fn)(void *ctx, const struct bpfs_count_key *key,
+				const struct bpfs_count_val *val);
 
 struct sampler_opts {
+	enum bpfs_mode mode;
 	unsigned int freq;
 	const struct int_list *cpus;	 /* NULL/empty: every online CPU */
 	enum bpfs_filter_mode filter_mode;
@@ -32,7 +36,8 @@ struct sampler_opts {
 	unsigned int map_entries;
 	unsigned int stack_entries;
 	unsigned int stack_id_bits;	 /* testing aid: 0 = full 64-bit ids */
-	sampler_new_key_fn on_new_key; /* first sample of a new key (may be NULL) */
+	unsigned int ring_size;		 /* bytes per CPU, a power of 2 */
+	sampler_record_fn on_record;	 /* may be NULL */
 	void *ctx;
 };
 
@@ -56,6 +61,11 @@ int sampler__poll(struct sampler *s, int timeout_ms);
 int sampler__stop(struct sampler *s);
 int sampler__stats(struct sampler *s, struct sampler_stats *out);
 int sampler__for_each_count(struct sampler *s, sampler_count_fn cb, void *ctx);
+/* The last sequence number each CPU spent (after sampler__stop): records
+ * lost after the last one received leave no gap to see. seqs has
+ * sampler__nr_rings() entries. */
+int sampler__final_seqs(struct sampler *s, uint64_t *seqs, int nr);
+int sampler__nr_rings(const struct sampler *s);
 /* -ENOENT when id is not in the stacks map. */
 int sampler__read_stack(struct sampler *s, uint64_t id, struct bpfs_stack *out);
 void sampler__free(struct sampler *s);

@@ -139,6 +139,25 @@ int folded__write(const struct folded *f, FILE *out)
 	return err;
 }
 
+void folded__put_frames(FILE *out, const char *const *frames, size_t nr)
+{
+	char buf[4096];
+
+	for (size_t i = 0; i < nr; i++) {
+		size_t len = strlen(frames[i]);
+		const char *fr = frames[i];
+
+		if (i)
+			fputc(';', out);
+		if (len >= sizeof(buf) - 8) {
+			fputs("[long name]", out);
+			continue;
+		}
+		len = put_frame(buf, 0, fr);
+		fwrite(buf, 1, len, out);
+	}
+}
+
 size_t folded__nr_lines(const struct folded *f)
 {
 	return hashmap__size(f->lines);

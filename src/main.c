@@ -21,6 +21,7 @@
 #include "opts.h"
 #include "report.h"
 #include "sampler.h"
+#include "stream.h"
 #include "symbolize.h"
 
 #define EXIT_USAGE 2
@@ -40,15 +41,28 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void on_new_key(void *ctx, uint32_t pid, uint32_t tid, const char *comm)
+static void on_process(void *ctx, uint32_t pid, const char *comm)
 {
 	symbolizer__note_process(ctx, pid, comm);
 }
 
-static void fill_sampler_opts(const struct opts *o, struct symbolizer *sym,
+static int on_record(void *ctx, const void *data, size_t size)
+{
+	return stream__handle(ctx, data, size);
+}
+
+/* Measured (docs/design.md, "Two modes"): aggregation costs the profiled
+ * system and the loader less at the same rate; the stream carries time. */
+static enum bpfs_mode pick_mode(const struct opts *o)
+{
+	return o->mode == OPTS_MODE_STREAM ? BPFS_MODE_STREAM : BPFS_MODE_AGGREGATE;
+}
+
+static void fill_sampler_opts(const struct opts *o, struct stream *stream,
 			      struct sampler_opts *so)
 {
 	*so = (struct sampler_opts){
+		.mode = pick_mode(o),
 		.freq = o->freq,
 		.cpus = &o->cpus,
 		.filter_mode = o->pids.nr	? BPFS_FILTER_TGID
@@ -64,8 +78,9 @@ static void fill_sampler_opts(const struct opts *o, struct symbolizer *sym,
 		.map_entries = o->map_entries,
 		.stack_entries = o->stack_entries,
 		.stack_id_bits = o->stack_id_bits,
-		.on_new_key = on_new_key,
-		.ctx = sym,
+		.ring_size = o->ring_size,
+		.on_record = on_record,
+		.ctx = stream,
 	};
 }
 
@@ -89,6 +104,8 @@ static void sample_loop(struct sampler *s, const struct opts *o, struct command 
 		}
 		if (sampler__poll(s, timeout) < 0)
 			break;
+		if (o->reader_delay_ms)
+			usleep(o->reader_delay_ms * 1000U);
 		if (now_s() >= next_refresh) {
 			symbolizer__refresh(sym);
 			next_refresh = now_s() + 0.25;
@@ -98,9 +115,38 @@ static void sample_loop(struct sampler *s, const struct opts *o, struct command 
 	}
 }
 
+/* Records lost after the last one received: read where each CPU's
+ * sequence ended. */
+static int close_rings(struct sampler *s, struct stream *stream)
+{
+	int n = sampler__nr_rings(s), err;
+	uint64_t *seqs = calloc(n, sizeof(*seqs));
+
+	if (!seqs)
+		return -ENOMEM;
+	err = sampler__final_seqs(s, seqs, n);
+	for (int cpu = 0; !err && cpu < n; cpu++)
+		err = stream__close_cpu(stream, cpu, seqs[cpu]);
+	free(seqs);
+	return err;
+}
+
+static int write_samples(struct sampler *s, struct stream *stream, struct symbolizer *sym,
+			 const struct report_opts *ro, FILE *out)
+{
+	const struct bpfs_rec_sample *r;
+	size_t nr;
+	int err = 0;
+
+	r = stream__samples(stream, &nr);
+	for (size_t i = 0; i < nr && !err; i++)
+		err = report__write_sample(s, stream, sym, ro, &r[i], out);
+	return err;
+}
+
 static int write_profile(const struct folded *f, const char *path, FILE *out)
 {
-	int err = folded__write(f, out);
+	int err = f ? folded__write(f, out) : (fflush(out) ? -errno : 0);
 
 	if (!err && out != stdout && fclose(out))
 		err = -errno;
@@ -114,17 +160,29 @@ static int run(const struct opts *o, FILE *out)
 {
 	struct sampler_stats st = {};
 	struct report_stats rs = {};
+	struct stream_stats ss = {};
 	struct symbolizer *sym = NULL;
 	struct sampler_opts so;
 	struct sampler *s = NULL;
 	struct command *cmd = NULL;
+	struct stream *stream = NULL;
 	struct folded *f = NULL;
+	struct report_opts ro = {
+		.annotate = o->annotate,
+		.kernel_only = o->kernel_only,
+	};
 	double t0;
 	int err;
 
 	err = symbolizer__new(&sym);
 	if (!err)
 		err = folded__new(&f);
+	if (!err)
+		err = stream__new(&(struct stream_opts){ .keep_samples =
+							     o->format == OPTS_FORMAT_SAMPLES,
+							 .on_process = on_process,
+							 .ctx = sym },
+				  &stream);
 	if (err)
 		goto out;
 	if (o->command) {
@@ -132,7 +190,7 @@ static int run(const struct opts *o, FILE *out)
 		if (err)
 			goto out;
 	}
-	fill_sampler_opts(o, sym, &so);
+	fill_sampler_opts(o, stream, &so);
 	err = sampler__new(&so, &s);
 	if (err)
 		goto out;
@@ -154,20 +212,23 @@ static int run(const struct opts *o, FILE *out)
 	sample_loop(s, o, cmd, sym);
 
 	err = sampler__stop(s);
+	if (!err)
+		err = close_rings(s, stream);
 	symbolizer__refresh(sym);
 	if (!err)
 		err = sampler__stats(s, &st);
 	if (!err)
-		err = report__build(s, sym, &(struct report_opts){ .annotate = o->annotate,
-								    .kernel_only = o->kernel_only },
-				    &st, f, &rs);
+		err = report__build(s, stream, sym, &ro, &st, f, &rs);
+	if (!err && o->format == OPTS_FORMAT_SAMPLES)
+		err = write_samples(s, stream, sym, &ro, out);
 	if (err)
 		goto out;
-	err = write_profile(f, o->output, out);
+	err = write_profile(o->format == OPTS_FORMAT_FOLDED ? f : NULL, o->output, out);
 	out = NULL; /* closed by write_profile */
 	if (err)
 		goto out;
-	report__summary(stderr, &st, &rs, folded__nr_lines(f), now_s() - t0);
+	stream__stats(stream, &ss);
+	report__summary(stderr, &st, &rs, &ss, folded__nr_lines(f), now_s() - t0);
 	if (o->verbose) {
 		struct symbolizer_stats ss;
 
@@ -186,6 +247,7 @@ out:
 			err = status; /* positive: the command's exit status */
 	}
 	sampler__free(s);
+	stream__free(stream);
 	folded__free(f);
 	symbolizer__free(sym);
 	if (out && out != stdout)

@@ -19,6 +19,10 @@ enum {
 	OPT_MAP_ENTRIES,
 	OPT_STACK_ENTRIES,
 	OPT_STACK_ID_BITS,
+	OPT_RING_SIZE,
+	OPT_MODE,
+	OPT_FORMAT,
+	OPT_READER_DELAY,
 };
 
 static const struct option long_opts[] = {
@@ -36,6 +40,10 @@ static const struct option long_opts[] = {
 	{ "map-entries", required_argument, NULL, OPT_MAP_ENTRIES },
 	{ "stack-entries", required_argument, NULL, OPT_STACK_ENTRIES },
 	{ "debug-stack-id-bits", required_argument, NULL, OPT_STACK_ID_BITS },
+	{ "ring-size", required_argument, NULL, OPT_RING_SIZE },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "debug-reader-delay", required_argument, NULL, OPT_READER_DELAY },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -69,13 +77,24 @@ void opts__usage(FILE *f)
 "  -I, --include-idle       keep the idle task's samples (excluded by default)\n"
 "  -o, --output FILE        write the profile to FILE (default: stdout)\n"
 "      --annotate           mark kernel frames with _[k], as perf does\n"
-"      --max-stack-depth N  frames per stack, 1..%d (default %d)\n"
+"      --format FORMAT      folded (default): one line per distinct stack;\n"
+"                           samples: one line per sample, with its time, CPU,\n"
+"                           pid, tid and comm (implies --mode stream)\n"
+"      --max-stack-depth N  user frames per stack, 1..%d (default %d); kernel\n"
+"                           stacks stop at 127\n"
+"      --mode MODE          aggregate: count stacks in the kernel; stream: send\n"
+"                           every sample through per-CPU rings (default:\n"
+"                           aggregate, see docs/design.md)\n"
+"      --ring-size BYTES    ring buffer per CPU, a power of 2 (K/M suffixes;\n"
+"                           default 1M)\n"
 "      --map-entries N      distinct (thread, stack) counters kept in the\n"
 "                           kernel (default %d)\n"
 "      --stack-entries N    distinct stacks kept in the kernel (default %d)\n"
 "      --debug-stack-id-bits N  narrow stack ids to N bits to force id\n"
 "                           collisions (a testing aid: colliding stacks are\n"
 "                           counted as lost, never merged)\n"
+"      --debug-reader-delay MS  sleep MS after each drain of the rings (a\n"
+"                           testing aid: a slow reader, to overflow them)\n"
 "  -v, --verbose            more detail on stderr (repeat for debug output)\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit (with -v: kernel features)\n"
@@ -105,6 +124,30 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	if (errno || *end || v > max)
 		return -EINVAL;
 	*out = v;
+	return 0;
+}
+
+/* "64K", "1M", "4096" -> bytes */
+static int parse_size(const char *s, unsigned long *out)
+{
+	unsigned long v, mult = 1;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (*end == 'K' || *end == 'k')
+		mult = 1UL << 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		mult = 1UL << 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		mult = 1UL << 30, end++;
+	if (*end || v > (1UL << 40) / mult)
+		return -EINVAL;
+	*out = v * mult;
 	return 0;
 }
 
@@ -209,7 +252,7 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 		break;
 	case OPT_MAX_DEPTH:
 		if (parse_uint(arg, ULONG_MAX, &v) || v == 0 || v > BPFS_MAX_DEPTH_OPT)
-			return bad("--max-stack-depth", arg, "give a number of frames from 1 to 127");
+			return bad("--max-stack-depth", arg, "give a number of frames from 1 to 1024");
 		o->max_depth = v;
 		break;
 	case OPT_MAP_ENTRIES:
@@ -223,6 +266,33 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 		if (parse_uint(arg, 64, &v) || v == 0)
 			return bad("--debug-stack-id-bits", arg, "give a number of bits from 1 to 64");
 		o->stack_id_bits = v;
+		break;
+	case OPT_RING_SIZE:
+		if (parse_size(arg, &v) || v < 4096 || v > (1UL << 30) || (v & (v - 1)))
+			return bad("--ring-size", arg,
+				   "give a power of 2 from 4K to 1G bytes, e.g. 1M");
+		o->ring_size = v;
+		break;
+	case OPT_READER_DELAY:
+		if (parse_uint(arg, 60000, &v))
+			return bad("--debug-reader-delay", arg, "give milliseconds from 0 to 60000");
+		o->reader_delay_ms = v;
+		break;
+	case OPT_MODE:
+		if (strcmp(arg, "aggregate") == 0)
+			o->mode = OPTS_MODE_AGGREGATE;
+		else if (strcmp(arg, "stream") == 0)
+			o->mode = OPTS_MODE_STREAM;
+		else
+			return bad("--mode", arg, "give aggregate or stream");
+		break;
+	case OPT_FORMAT:
+		if (strcmp(arg, "folded") == 0)
+			o->format = OPTS_FORMAT_FOLDED;
+		else if (strcmp(arg, "samples") == 0)
+			o->format = OPTS_FORMAT_SAMPLES;
+		else
+			return bad("--format", arg, "give folded or samples");
 		break;
 	case 'v':
 		o->verbose++;
@@ -242,6 +312,7 @@ static void opts__init(struct opts *o)
 	o->max_depth = BPFS_MAX_DEPTH_OPT;
 	o->map_entries = OPTS_DEFAULT_MAP_ENTRIES;
 	o->stack_entries = OPTS_DEFAULT_STACK_ENTRIES;
+	o->ring_size = OPTS_DEFAULT_RING_SIZE;
 }
 
 enum opts_result opts__parse(struct opts *o, int argc, char **argv)
@@ -285,6 +356,13 @@ enum opts_result opts__parse(struct opts *o, int argc, char **argv)
 	if (o->pids.nr && o->tids.nr) {
 		p_err("-p and -t exclude each other: select processes or threads, not both");
 		return OPTS_USAGE;
+	}
+	if (o->format == OPTS_FORMAT_SAMPLES) {
+		if (o->mode == OPTS_MODE_AGGREGATE) {
+			p_err("--format samples needs every sample: use --mode stream (or no --mode)");
+			return OPTS_USAGE;
+		}
+		o->mode = OPTS_MODE_STREAM;
 	}
 	if (o->command && (o->pids.nr || o->tids.nr)) {
 		p_err("a command and -p/-t exclude each other: profile the command, or attach to a pid");

@@ -9,20 +9,24 @@
 #include "log.h"
 #include "report.h"
 #include "sampler.h"
+#include "stream.h"
 #include "symbolize.h"
 
-/* comm + "[truncated]" + user frames + marker + kernel frames + marker */
-#define MAX_FRAMES (2 * BPFS_MAX_STACK_DEPTH + 8)
+/* comm + markers + user frames + kernel frames */
+#define MAX_FRAMES (BPFS_MAX_USER_DEPTH + BPFS_SEG_FRAMES + 8)
 
 struct build_ctx {
 	struct sampler *s;
+	struct stream *stream;
 	struct symbolizer *sym;
 	const struct report_opts *o;
 	struct folded *out;
 	struct report_stats *rs;
-	struct hashmap *stacks; /* id -> struct bpfs_stack *, NULL entry: missing */
-	struct hashmap *pids;	/* distinct pids */
-	char annotated[BPFS_MAX_STACK_DEPTH][256];
+	struct hashmap *pids; /* distinct pids */
+	struct hashmap *stack_pairs; /* distinct (kernel, user) stack ids */
+	uint64_t ips[BPFS_MAX_USER_DEPTH];
+	const char *fr[MAX_FRAMES];
+	char annotated[BPFS_SEG_FRAMES][256];
 };
 
 /* Lost-sample lines: what flame graphs show for what the BPF side dropped. */
@@ -34,110 +38,106 @@ static const struct {
 	{ BPFS_STAT_LOST_STACKS_FULL, "[stacks map full]" },
 	{ BPFS_STAT_LOST_COLLISION, "[stack id collision]" },
 	{ BPFS_STAT_LOST_BUSY, "[map busy]" },
+	{ BPFS_STAT_LOST_RING_FULL, "[ring full]" },
 };
 
-static const struct bpfs_stack *get_stack(struct build_ctx *c, uint64_t id)
+static int read_segment(void *ctx, uint64_t id, struct bpfs_stack *out)
 {
-	struct bpfs_stack *st;
-	void *old;
-
-	st = hashmap__find(c->stacks, (void *)(uintptr_t)id);
-	if (st)
-		return st->nr == UINT32_MAX ? NULL : st;
-	st = malloc(sizeof(*st));
-	if (!st)
-		return NULL;
-	if (sampler__read_stack(c->s, id, st)) {
-		st->nr = UINT32_MAX; /* remember the miss */
-		c->rs->stacks_missing++;
-	} else {
-		c->rs->stacks++;
-		if (st->nr > BPFS_MAX_STACK_DEPTH)
-			st->nr = BPFS_MAX_STACK_DEPTH;
-	}
-	if (hashmap__set(c->stacks, (void *)(uintptr_t)id, st, &old)) {
-		free(st);
-		return NULL;
-	}
-	return st->nr == UINT32_MAX ? NULL : st;
+	return ctx ? sampler__read_stack(ctx, id, out) : -ENOENT;
 }
 
-static size_t add_user(struct build_ctx *c, const struct bpfs_count_key *k, const char **fr,
-		       size_t n)
+/* Frames of stack id, innermost first, into c->ips. */
+static size_t unwind(struct build_ctx *c, uint64_t id, bool *missing)
 {
-	const struct bpfs_stack *st;
+	size_t n = stream__unwind(c->stream, id, read_segment, c->s, c->ips,
+				  BPFS_MAX_USER_DEPTH, missing);
 
-	if (k->flags & BPFS_F_KTHREAD)
-		return n;
-	/* A walk that faulted keeps the frames read up to there. */
-	if (k->flags & BPFS_F_USTACK_ERR)
-		fr[n++] = "[user stack unreadable]";
-	if (!k->ustack_id)
-		return n;
-	st = get_stack(c, k->ustack_id);
-	if (!st) {
-		fr[n++] = "[user stack missing]";
-		return n;
-	}
-	if (k->flags & BPFS_F_USTACK_TRUNC)
-		fr[n++] = "[truncated]";
-	/* ips[0] is the leaf; folded wants the outermost first. */
-	for (int i = (int)st->nr - 1; i >= 0; i--)
-		fr[n++] = symbolizer__user(c->sym, k->pid, st->ips[i], i > 0);
+	if (*missing)
+		c->rs->stacks_missing++;
 	return n;
 }
 
-static size_t add_kernel(struct build_ctx *c, const struct bpfs_count_key *k, const char **fr,
-			 size_t n)
+static size_t add_user(struct build_ctx *c, const struct bpfs_count_key *k, size_t n)
 {
-	const struct bpfs_stack *st;
+	bool missing;
+	size_t nr;
+
+	if (k->flags & BPFS_F_KTHREAD)
+		return n;
+	if (k->flags & BPFS_F_USTACK_TRUNC)
+		c->fr[n++] = "[truncated]";
+	/* A walk that faulted keeps the frames read up to there. */
+	if (k->flags & BPFS_F_USTACK_ERR)
+		c->fr[n++] = "[user stack unreadable]";
+	if (!k->ustack_id)
+		return n;
+	nr = unwind(c, k->ustack_id, &missing);
+	if (missing)
+		c->fr[n++] = "[user stack segment missing]";
+	/* ips[0] is the leaf; folded wants the outermost first. */
+	for (size_t i = nr; i-- > 0;)
+		c->fr[n++] = symbolizer__user(c->sym, k->pid, c->ips[i], i > 0);
+	return n;
+}
+
+static size_t add_kernel(struct build_ctx *c, const struct bpfs_count_key *k, size_t n)
+{
+	bool missing;
+	size_t nr;
 
 	if (k->flags & BPFS_F_KSTACK_ERR) {
-		fr[n++] = "[kernel stack unreadable]";
+		c->fr[n++] = "[kernel stack unreadable]";
 		return n;
 	}
 	if (!k->kstack_id)
 		return n;
-	st = get_stack(c, k->kstack_id);
-	if (!st) {
-		fr[n++] = "[kernel stack missing]";
-		return n;
-	}
+	nr = unwind(c, k->kstack_id, &missing);
+	if (missing)
+		c->fr[n++] = "[kernel stack missing]";
 	if (k->flags & BPFS_F_KSTACK_TRUNC)
-		fr[n++] = "[truncated]";
-	for (int i = (int)st->nr - 1; i >= 0; i--) {
-		const char *name = symbolizer__kernel(c->sym, st->ips[i], i > 0);
+		c->fr[n++] = "[truncated]";
+	if (nr > BPFS_SEG_FRAMES)
+		nr = BPFS_SEG_FRAMES;
+	for (size_t i = nr; i-- > 0;) {
+		const char *name = symbolizer__kernel(c->sym, c->ips[i], i > 0);
 
 		if (c->o->annotate) {
 			snprintf(c->annotated[i], sizeof(c->annotated[i]), "%s_[k]", name);
 			name = c->annotated[i];
 		}
-		fr[n++] = name;
+		c->fr[n++] = name;
 	}
 	return n;
 }
 
-static int add_key(void *ctx, const struct bpfs_count_key *k, uint64_t count)
+static int add_key(void *ctx, const struct bpfs_count_key *k, const struct bpfs_count_val *v)
 {
 	struct build_ctx *c = ctx;
-	const char *fr[MAX_FRAMES];
 	char comm[BPFS_COMM_LEN + 1] = {};
+	uint64_t weight = c->o->weight_period ? v->period : v->samples, pair;
 	size_t n = 0;
 
 	c->rs->keys++;
-	c->rs->samples += count;
+	c->rs->samples += v->samples;
 	if (!hashmap__find(c->pids, (void *)(uintptr_t)(k->pid + 1UL))) {
 		if (hashmap__set(c->pids, (void *)(uintptr_t)(k->pid + 1UL), (void *)1, NULL))
 			return -ENOMEM;
 		c->rs->processes++;
 	}
+	/* both ids in one key: a 64-bit mix, only for counting */
+	pair = (k->kstack_id * 0x9e3779b97f4a7c15ULL) ^ k->ustack_id;
+	if (pair && !hashmap__find(c->stack_pairs, (void *)(uintptr_t)pair)) {
+		if (hashmap__set(c->stack_pairs, (void *)(uintptr_t)pair, (void *)1, NULL))
+			return -ENOMEM;
+		c->rs->stacks++;
+	}
 	memcpy(comm, k->comm, BPFS_COMM_LEN);
-	fr[n++] = comm[0] ? comm : "[no comm]";
-	n = add_user(c, k, fr, n);
-	n = add_kernel(c, k, fr, n);
+	c->fr[n++] = comm[0] ? comm : "[no comm]";
+	n = add_user(c, k, n);
+	n = add_kernel(c, k, n);
 	if (n == 1)
-		fr[n++] = c->o->kernel_only ? "[user space]" : "[no stack]";
-	return folded__add(c->out, fr, n, count);
+		c->fr[n++] = c->o->kernel_only ? "[user space]" : "[no stack]";
+	return folded__add(c->out, c->fr, n, weight);
 }
 
 static int add_lost(struct build_ctx *c, const struct sampler_stats *st)
@@ -157,37 +157,95 @@ static int add_lost(struct build_ctx *c, const struct sampler_stats *st)
 	return 0;
 }
 
-int report__build(struct sampler *s, struct symbolizer *sym, const struct report_opts *o,
-		  const struct sampler_stats *st, struct folded *out, struct report_stats *rs)
+static void build_ctx__free(struct build_ctx *c)
+{
+	if (!c)
+		return;
+	hashmap__free(c->pids);
+	hashmap__free(c->stack_pairs);
+	free(c);
+}
+
+static struct build_ctx *build_ctx__new(struct sampler *s, struct stream *stream,
+					struct symbolizer *sym, const struct report_opts *o,
+					struct folded *out, struct report_stats *rs)
+{
+	struct build_ctx *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->s = s;
+	c->stream = stream;
+	c->sym = sym;
+	c->o = o;
+	c->out = out;
+	c->rs = rs;
+	c->pids = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	c->stack_pairs = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	if (!c->pids || !c->stack_pairs) {
+		build_ctx__free(c);
+		return NULL;
+	}
+	return c;
+}
+
+
+int report__build(struct sampler *s, struct stream *stream, struct symbolizer *sym,
+		  const struct report_opts *o, const struct sampler_stats *st,
+		  struct folded *out, struct report_stats *rs)
 {
 	struct build_ctx *c;
-	void *val;
-	int err;
+	int err = 0;
 
 	memset(rs, 0, sizeof(*rs));
-	c = calloc(1, sizeof(*c));
+	c = build_ctx__new(s, stream, sym, o, out, rs);
 	if (!c)
 		return -ENOMEM;
-	*c = (struct build_ctx){ .s = s, .sym = sym, .o = o, .out = out, .rs = rs };
-	c->stacks = hashmap__new(hashmap__hash_int, hashmap__equal_int);
-	c->pids = hashmap__new(hashmap__hash_int, hashmap__equal_int);
-	if (!c->stacks || !c->pids) {
-		err = -ENOMEM;
-		goto out;
-	}
-	err = sampler__for_each_count(s, add_key, c);
-	if (err) {
+	/* Counted in the kernel (aggregate mode) ... */
+	if (s)
+		err = sampler__for_each_count(s, add_key, c);
+	/* ... and sent as records (stream mode, or spilled). */
+	if (!err)
+		err = stream__for_each_count(stream, add_key, c);
+	if (err)
 		p_err("cannot read the sample counts: %s", strerror(-err));
-		goto out;
-	}
-	err = add_lost(c, st);
-out:
-	for (size_t i = 0; c->stacks && hashmap__next(c->stacks, &i, NULL, &val);)
-		free(val);
-	hashmap__free(c->stacks);
-	hashmap__free(c->pids);
-	free(c);
+	else
+		err = add_lost(c, st);
+	build_ctx__free(c);
 	return err;
+}
+
+int report__write_sample(struct sampler *s, struct stream *stream, struct symbolizer *sym,
+			 const struct report_opts *o, const struct bpfs_rec_sample *r, FILE *f)
+{
+	struct report_stats rs = {};
+	struct bpfs_count_key k = {
+		.pid = r->pid,
+		.tid = r->tid,
+		.kstack_id = r->kstack_id,
+		.ustack_id = r->ustack_id,
+		.flags = r->flags,
+		.event = r->event,
+	};
+	struct build_ctx *c;
+	char comm[BPFS_COMM_LEN + 1] = {};
+	size_t n = 0;
+
+	memcpy(k.comm, r->comm, sizeof(k.comm));
+	memcpy(comm, r->comm, BPFS_COMM_LEN);
+	c = build_ctx__new(s, stream, sym, o, NULL, &rs);
+	if (!c)
+		return -ENOMEM;
+	c->fr[n++] = comm[0] ? comm : "[no comm]";
+	n = add_user(c, &k, n);
+	n = add_kernel(c, &k, n);
+	fprintf(f, "%llu.%09llu %u %u %u %llu ", (unsigned long long)r->time_ns / 1000000000,
+		(unsigned long long)r->time_ns % 1000000000, r->hdr.cpu, r->pid, r->tid,
+		(unsigned long long)r->period);
+	folded__put_frames(f, c->fr, n);
+	fputc('\n', f);
+	build_ctx__free(c);
+	return ferror(f) ? -EIO : 0;
 }
 
 static const char *const stat_names[BPFS_STAT_NR] = {
@@ -195,10 +253,13 @@ static const char *const stat_names[BPFS_STAT_NR] = {
 	[BPFS_STAT_LOST_STACKS_FULL] = "stacks map full (raise --stack-entries)",
 	[BPFS_STAT_LOST_COLLISION] = "stack id collisions (raise --stack-entries)",
 	[BPFS_STAT_LOST_BUSY] = "map busy (re-entered from NMI)",
+	[BPFS_STAT_LOST_RING_FULL] = "ring full (raise --ring-size)",
 	[BPFS_STAT_USTACK_ERR] = "user stack unreadable",
 	[BPFS_STAT_KSTACK_ERR] = "kernel stack unreadable",
 	[BPFS_STAT_USTACK_TRUNC] = "user stack cut at --max-stack-depth",
 	[BPFS_STAT_KSTACK_TRUNC] = "kernel stack cut at --max-stack-depth",
+	[BPFS_STAT_RECS_UNSENT] = "records not sent (ring full)",
+	[BPFS_STAT_STACK_RECS_LOST] = "of them stack records (read from the map instead)",
 	[BPFS_STAT_NOTIFY_LOST] = "new-process notifications dropped",
 	[BPFS_STAT_FOLLOW_FULL] = "forked children not followed (filter full)",
 };
@@ -220,7 +281,7 @@ static void print_group(FILE *f, const char *title, const struct sampler_stats *
 }
 
 void report__summary(FILE *f, const struct sampler_stats *st, const struct report_stats *rs,
-		     size_t nr_lines, double seconds)
+		     const struct stream_stats *ss, size_t nr_lines, double seconds)
 {
 	const uint64_t *v = st->stat;
 	double per_cpu_s = st->nr_cpus ? st->enabled_ns / 1e9 / st->nr_cpus : 0;
@@ -234,16 +295,27 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 		v[BPFS_STAT_TAKEN], pct, st->expected, eff,
 		/* Seen on these VMs, perf alike: an idle CPU's timer fires late. */
 		pct < 95 && v[BPFS_STAT_IDLE] ? "; idle CPUs fire late on some VMs" : "");
+	if (v[BPFS_STAT_SPILLED])
+		fprintf(f, "  %" PRIu64 " samples spilled to the rings: the counts map is full "
+			"(raise --map-entries)\n", v[BPFS_STAT_SPILLED]);
 	fprintf(f, "  kept %" PRIu64 " in %" PRIu64 " process%s, %" PRIu64 " distinct stacks, %zu "
 		"folded lines; idle %" PRIu64 ", not selected %" PRIu64 "\n",
-		v[BPFS_STAT_KEPT], rs->processes, rs->processes == 1 ? "" : "es", rs->stacks,
+		v[BPFS_STAT_KEPT] + v[BPFS_STAT_SPILLED] + v[BPFS_STAT_STREAMED], rs->processes, rs->processes == 1 ? "" : "es", rs->stacks,
 		nr_lines, v[BPFS_STAT_IDLE], v[BPFS_STAT_FILTERED]);
 	if (rs->lost)
-		print_group(f, "lost:", st, BPFS_STAT_LOST_COUNTS_FULL, BPFS_STAT_LOST_BUSY);
+		print_group(f, "lost:", st, BPFS_STAT_LOST_COUNTS_FULL, BPFS_STAT_LOST_RING_FULL);
 	else
 		fprintf(f, "  lost: 0\n");
 	print_group(f, "incomplete:", st, BPFS_STAT_USTACK_ERR, BPFS_STAT_KSTACK_TRUNC);
-	print_group(f, "other:", st, BPFS_STAT_NOTIFY_LOST, BPFS_STAT_FOLLOW_FULL);
+	print_group(f, "other:", st, BPFS_STAT_STACK_RECS_LOST, BPFS_STAT_FOLLOW_FULL);
+	if (ss->gaps || v[BPFS_STAT_RECS_UNSENT])
+		fprintf(f, "  rings: %" PRIu64 " records not sent (ring full), %" PRIu64
+			" missing by sequence number%s\n",
+			v[BPFS_STAT_RECS_UNSENT], ss->gaps,
+			ss->gaps == v[BPFS_STAT_RECS_UNSENT] ? "" : " (mismatch!)");
+	if (ss->malformed || ss->conflicting_stacks)
+		fprintf(f, "  rings: %" PRIu64 " malformed records, %" PRIu64
+			" conflicting stack records\n", ss->malformed, ss->conflicting_stacks);
 	if (rs->stacks_missing)
 		fprintf(f, "  %" PRIu64 " stack ids were not found in the stacks map\n",
 			rs->stacks_missing);

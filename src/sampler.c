@@ -3,6 +3,7 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -14,7 +15,7 @@
 #include "sampler.h"
 #include "sampler.skel.h"
 
-_Static_assert(BPFS_MAX_DEPTH_OPT == BPFS_MAX_STACK_DEPTH, "opts.h and the ABI disagree");
+_Static_assert(BPFS_MAX_DEPTH_OPT == BPFS_MAX_USER_DEPTH, "opts.h and the ABI disagree");
 
 /* Children of a profiled command are added to `filter` as they fork. */
 #define FOLLOW_FILTER_ENTRIES 65536
@@ -24,6 +25,8 @@ struct sampler {
 	struct perf_events *events;
 	struct bpf_link **links; /* one per perf event; each owns its event's fd */
 	struct ring_buffer *ring;
+	int *ring_fds; /* one ring map per possible CPU; ours to close */
+	int nr_rings;
 	struct perf_event_attr attr;
 	struct sampler_opts opts;
 	bool stopped;
@@ -32,17 +35,8 @@ struct sampler {
 static int on_ring_record(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
-	const struct bpfs_rec_new_key *rec = data;
 
-	if (size < sizeof(__u32))
-		return 0;
-	if (rec->type == BPFS_REC_NEW_KEY && size >= sizeof(*rec) && s->opts.on_new_key) {
-		char comm[BPFS_COMM_LEN + 1] = {};
-
-		memcpy(comm, rec->comm, BPFS_COMM_LEN);
-		s->opts.on_new_key(s->opts.ctx, rec->pid, rec->tid, comm);
-	}
-	return 0;
+	return s->opts.on_record ? s->opts.on_record(s->opts.ctx, data, size) : 0;
 }
 
 static int configure(struct sampler *s)
@@ -52,7 +46,10 @@ static int configure(struct sampler *s)
 	unsigned int filter_entries = 1;
 	int err;
 
+	skel->rodata->mode = o->mode;
 	skel->rodata->filter_mode = o->filter_mode;
+	/* Wake the loader when a quarter of a ring is full; it polls anyway. */
+	skel->rodata->wakeup_bytes = o->ring_size / 4;
 	skel->rodata->include_idle = o->include_idle;
 	skel->rodata->collect_user = o->user_stacks;
 	skel->rodata->collect_kernel = o->kernel_stacks;
@@ -70,8 +67,64 @@ static int configure(struct sampler *s)
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.filter, filter_entries);
 	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.rings, s->nr_rings);
+	/* The first ring is the template of the inner map (its size). */
+	if (!err)
+		err = bpf_map__set_inner_map_fd(skel->maps.rings, s->ring_fds[0]);
+	if (!err)
 		err = bpf_program__set_autoload(skel->progs.on_fork, o->follow_children);
 	return err;
+}
+
+/* One ring per possible CPU: created before load (the first one is the
+ * inner-map template), installed into `rings` after, and drained through
+ * one ring_buffer (one epoll set). */
+static int create_rings(struct sampler *s)
+{
+	s->ring_fds = calloc(s->nr_rings, sizeof(*s->ring_fds));
+	if (!s->ring_fds)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < s->nr_rings; cpu++)
+		s->ring_fds[cpu] = -1;
+	for (int cpu = 0; cpu < s->nr_rings; cpu++) {
+		int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "bpfs_ring", 0, 0, s->opts.ring_size,
+					NULL);
+
+		if (fd < 0) {
+			int err = -errno;
+
+			p_err("cannot create the ring of CPU %d (%u bytes): %s; try a smaller "
+			      "--ring-size", cpu, s->opts.ring_size, strerror(-err));
+			return err;
+		}
+		s->ring_fds[cpu] = fd;
+	}
+	return 0;
+}
+
+static int install_rings(struct sampler *s)
+{
+	int outer = bpf_map__fd(s->skel->maps.rings), err;
+
+	for (int cpu = 0; cpu < s->nr_rings; cpu++) {
+		int fd = s->ring_fds[cpu];
+
+		if (bpf_map_update_elem(outer, &cpu, &fd, BPF_ANY)) {
+			err = -errno;
+			p_err("cannot install the ring of CPU %d: %s", cpu, strerror(-err));
+			return err;
+		}
+		if (!s->ring)
+			s->ring = ring_buffer__new(fd, on_ring_record, s, NULL);
+		else if (ring_buffer__add(s->ring, fd, on_ring_record, s))
+			s->ring = NULL; /* reported below */
+		if (!s->ring) {
+			err = -errno;
+			p_err("cannot map the ring of CPU %d: %s", cpu, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
 }
 
 int sampler__new(const struct sampler_opts *o, struct sampler **out)
@@ -84,6 +137,11 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out)
 		return -ENOMEM;
 	s->opts = *o;
 	perf_events__timer_attr(o->freq, &s->attr);
+	s->nr_rings = libbpf_num_possible_cpus();
+	if (s->nr_rings < 0) {
+		err = s->nr_rings;
+		goto err_free;
+	}
 
 	s->skel = sampler_bpf__open();
 	if (!s->skel) {
@@ -91,6 +149,9 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out)
 		p_err("cannot open the BPF object: %s", strerror(-err));
 		goto err_free;
 	}
+	err = create_rings(s);
+	if (err)
+		goto err_free;
 	err = configure(s);
 	if (err) {
 		p_err("cannot size the BPF maps: %s", strerror(-err));
@@ -103,12 +164,9 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out)
 		      strerror(-err));
 		goto err_free;
 	}
-	s->ring = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_ring_record, s, NULL);
-	if (!s->ring) {
-		err = -errno;
-		p_err("cannot set up the BPF ring buffer: %s", strerror(-err));
+	err = install_rings(s);
+	if (err)
 		goto err_free;
-	}
 	if (o->filter_ids) {
 		for (size_t i = 0; i < o->filter_ids->nr; i++) {
 			err = sampler__add_filter(s, o->filter_ids->v[i]);
@@ -155,8 +213,11 @@ int sampler__start(struct sampler *s)
 	if (!s->links)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
-		s->links[i] = bpf_program__attach_perf_event(s->skel->progs.on_sample,
-							     perf_events__fd(s->events, i));
+		LIBBPF_OPTS(bpf_perf_event_opts, popts, .bpf_cookie = 0 /* event index */);
+
+		s->links[i] = bpf_program__attach_perf_event_opts(s->skel->progs.on_sample,
+								  perf_events__fd(s->events, i),
+								  &popts);
 		if (!s->links[i]) {
 			err = -errno;
 			p_err("cannot attach the sampler to the perf event of CPU %d: %s",
@@ -176,7 +237,13 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 {
 	int n = ring_buffer__poll(s->ring, timeout_ms);
 
-	return n == -EINTR ? 0 : n;
+	if (n == -EINTR)
+		n = 0;
+	if (n < 0)
+		return n;
+	/* Records are submitted without a wake-up until a ring is a quarter
+	 * full, so epoll may time out with data waiting: drain on the timer. */
+	return ring_buffer__consume(s->ring);
 }
 
 int sampler__stop(struct sampler *s)
@@ -228,13 +295,13 @@ static int for_each_count_slow(struct sampler *s, sampler_count_fn cb, void *ctx
 {
 	int fd = bpf_map__fd(s->skel->maps.counts);
 	struct bpfs_count_key key, next;
+	struct bpfs_count_val val;
 	void *prev = NULL;
-	__u64 val;
 	int err;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		if (!bpf_map_lookup_elem(fd, &next, &val)) {
-			err = cb(ctx, &next, val);
+			err = cb(ctx, &next, &val);
 			if (err)
 				return err;
 		}
@@ -249,7 +316,8 @@ int sampler__for_each_count(struct sampler *s, sampler_count_fn cb, void *ctx)
 	const __u32 chunk = 4096;
 	int fd = bpf_map__fd(s->skel->maps.counts);
 	struct bpfs_count_key *keys;
-	__u64 batch, *vals;
+	struct bpfs_count_val *vals;
+	__u64 batch;
 	bool first = true;
 	int err = 0;
 
@@ -271,7 +339,7 @@ int sampler__for_each_count(struct sampler *s, sampler_count_fn cb, void *ctx)
 			break;
 		}
 		for (__u32 i = 0; i < n; i++) {
-			int cerr = cb(ctx, &keys[i], vals[i]);
+			int cerr = cb(ctx, &keys[i], &vals[i]);
 
 			if (cerr) {
 				err = cerr;
@@ -290,6 +358,21 @@ out:
 	return err;
 }
 
+int sampler__final_seqs(struct sampler *s, uint64_t *seqs, int nr)
+{
+	__u32 zero = 0;
+
+	if (nr < s->nr_rings)
+		return -EINVAL;
+	return bpf_map__lookup_elem(s->skel->maps.seqs, &zero, sizeof(zero), seqs,
+				    s->nr_rings * sizeof(*seqs), 0);
+}
+
+int sampler__nr_rings(const struct sampler *s)
+{
+	return s->nr_rings;
+}
+
 int sampler__read_stack(struct sampler *s, uint64_t id, struct bpfs_stack *out)
 {
 	return bpf_map__lookup_elem(s->skel->maps.stacks, &id, sizeof(id), out, sizeof(*out), 0);
@@ -306,6 +389,10 @@ void sampler__free(struct sampler *s)
 	}
 	perf_events__free(s->events); /* closes only fds never handed over */
 	ring_buffer__free(s->ring);
+	for (int i = 0; s->ring_fds && i < s->nr_rings; i++)
+		if (s->ring_fds[i] >= 0)
+			close(s->ring_fds[i]);
+	free(s->ring_fds);
 	sampler_bpf__destroy(s->skel);
 	free(s);
 }

@@ -3,43 +3,62 @@
  * The ABI between bpf/sampler.bpf.c and the loader. Only fixed-width fields,
  * enums and constants cross this boundary; both sides include this file, so a
  * change here rebuilds both (the Makefile tracks it for clang and gcc).
+ * docs/design.md describes the records, the reassembly rules and the loss
+ * model.
  */
 #ifndef BPFSAMPLER_SAMPLER_ABI_H
 #define BPFSAMPLER_SAMPLER_ABI_H
 
-/* bpf_get_stack() never returns more than kernel.perf_event_max_stack frames
- * (127 by default): the interrupt-time walk is bounded by that. */
-#define BPFS_MAX_STACK_DEPTH 127
+/* A stack is stored as a chain of segments of at most BPFS_SEG_FRAMES
+ * frames: the segment holding the leaf names its parent (the next outer
+ * segment), up to the root segment (parent 0). Segment boundaries are
+ * counted from the root, so the outer parts of deep stacks are shared. The
+ * kernel stack (bpf_get_stack, at most kernel.perf_event_max_stack = 127
+ * frames) is always one segment. */
+#define BPFS_SEG_FRAMES 127
+#define BPFS_MAX_USER_DEPTH 1024 /* frame-pointer walk bound, --max-stack-depth */
+#define BPFS_DEFAULT_DEPTH 1024
 #define BPFS_COMM_LEN 16
 
-/* Stack ids are content hashes with open probing and an exact comparison of
- * the frames on every hit, so two different stacks never share an id. 0 means
- * "no stack". */
+/* Segment ids are content hashes (frames + parent id) with open probing
+ * and an exact comparison on every hit, so two different stacks never share
+ * an id. 0 means "no stack". */
 #define BPFS_STACK_PROBES 4
 
+enum bpfs_mode {
+	BPFS_MODE_AGGREGATE = 0, /* count in the `counts` map, spill to the rings */
+	BPFS_MODE_STREAM = 1,	 /* one sample record per sample */
+};
+
 /* Counters kept per CPU in the `stats` map, indexed by this enum. Every
- * sample the perf event delivers lands in exactly one of
- * KEPT, IDLE, FILTERED or a LOST_* bucket. */
+ * sample the perf event delivers lands in exactly one of KEPT, SPILLED,
+ * STREAMED, IDLE, FILTERED or a LOST_* bucket. */
 enum bpfs_stat {
-	BPFS_STAT_TAKEN = 0,	  /* program invocations */
-	BPFS_STAT_KEPT,		  /* counted in the `counts` map */
-	BPFS_STAT_IDLE,		  /* pid 0 with idle excluded */
-	BPFS_STAT_FILTERED,	  /* outside -p/-t/command */
-	BPFS_STAT_LOST_COUNTS_FULL,  /* `counts` map full (--map-entries) */
+	BPFS_STAT_TAKEN = 0,	     /* program invocations */
+	BPFS_STAT_KEPT,		     /* counted in the `counts` map */
+	BPFS_STAT_SPILLED,	     /* `counts` full: sent as a sample record */
+	BPFS_STAT_STREAMED,	     /* sent as a sample record (stream mode) */
+	BPFS_STAT_IDLE,		     /* pid 0 with idle excluded */
+	BPFS_STAT_FILTERED,	     /* outside -p/-t/command */
+	BPFS_STAT_LOST_COUNTS_FULL,  /* `counts` full and the ring too */
 	BPFS_STAT_LOST_STACKS_FULL,  /* `stacks` map full (--stack-entries) */
-	BPFS_STAT_LOST_COLLISION, /* BPFS_STACK_PROBES slots all held other stacks */
-	BPFS_STAT_LOST_BUSY,	  /* map bucket locked (NMI re-entry), -EBUSY */
+	BPFS_STAT_LOST_COLLISION,    /* BPFS_STACK_PROBES slots held other stacks */
+	BPFS_STAT_LOST_BUSY,	     /* map bucket locked (NMI re-entry), -EBUSY */
+	BPFS_STAT_LOST_RING_FULL,    /* sample record not reserved: ring full */
 	/* Not losses: the sample is kept with the stack marked incomplete. */
-	BPFS_STAT_USTACK_ERR,	  /* user stack unreadable */
-	BPFS_STAT_KSTACK_ERR,	  /* kernel stack unreadable */
-	BPFS_STAT_USTACK_TRUNC,	  /* user stack hit --max-stack-depth */
-	BPFS_STAT_KSTACK_TRUNC,	  /* kernel stack hit --max-stack-depth */
-	BPFS_STAT_NOTIFY_LOST,	  /* new-process notification dropped */
-	BPFS_STAT_FOLLOW_FULL,	  /* forked child not followed: `filter` full */
+	BPFS_STAT_USTACK_ERR,	     /* user stack walk hit an unreadable page */
+	BPFS_STAT_KSTACK_ERR,	     /* kernel stack unreadable */
+	BPFS_STAT_USTACK_TRUNC,	     /* user stack hit --max-stack-depth */
+	BPFS_STAT_KSTACK_TRUNC,	     /* kernel stack hit 127 frames */
+	/* Records. Every record a CPU could not reserve is a gap in its seq. */
+	BPFS_STAT_RECS_UNSENT,	     /* records of any type not reserved */
+	BPFS_STAT_STACK_RECS_LOST,   /* of which stack records (kept in `stacks`) */
+	BPFS_STAT_NOTIFY_LOST,	     /* new-key notification dropped */
+	BPFS_STAT_FOLLOW_FULL,	     /* forked child not followed: `filter` full */
 	BPFS_STAT_NR,
 };
 
-/* Flags in bpfs_count_key.flags. */
+/* Flags of a sample (count key and sample record). */
 enum bpfs_sample_flags {
 	BPFS_F_USTACK_ERR = 1 << 0,
 	BPFS_F_KSTACK_ERR = 1 << 1,
@@ -62,25 +81,61 @@ struct bpfs_count_key {
 	__u64 ustack_id;
 	char comm[BPFS_COMM_LEN];
 	__u32 flags; /* enum bpfs_sample_flags */
-	__u32 pad;
+	__u32 event; /* index of the perf event (-e order) */
 };
 
+struct bpfs_count_val {
+	__u64 samples;
+	__u64 period; /* sum of the sample periods: events, for --weight period */
+};
+
+/* One segment of a stack; ips[0] is the innermost frame of the segment. */
 struct bpfs_stack {
+	__u64 parent; /* next outer segment, 0 at the root */
 	__u32 nr;
 	__u32 pad;
-	__u64 ips[BPFS_MAX_STACK_DEPTH];
+	__u64 ips[BPFS_SEG_FRAMES];
 };
 
-/* Records on the `events` ring buffer; each starts with its type. */
+/* Records on the per-CPU rings (and the `events` ring); each starts with
+ * this header. seq counts every record the CPU tried to send, so a gap in
+ * seq is a record that was not reserved (and counted in `stats`). */
 enum bpfs_rec_type {
 	BPFS_REC_NEW_KEY = 1, /* first sample of a (pid, tid, comm, stacks) key */
+	BPFS_REC_SAMPLE = 2,  /* the partial record: one sample */
+	BPFS_REC_STACK = 3,   /* the continuation: one new stack segment */
+};
+
+struct bpfs_rec_hdr {
+	__u32 type;
+	__u32 cpu;
+	__u64 seq;
 };
 
 struct bpfs_rec_new_key {
-	__u32 type; /* BPFS_REC_NEW_KEY */
+	struct bpfs_rec_hdr hdr; /* BPFS_REC_NEW_KEY */
 	__u32 pid;
 	__u32 tid;
 	char comm[BPFS_COMM_LEN];
+};
+
+struct bpfs_rec_sample {
+	struct bpfs_rec_hdr hdr; /* BPFS_REC_SAMPLE */
+	__u64 time_ns;		 /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
+	__u64 period;		 /* this sample's period (events or ns) */
+	__u64 kstack_id;	 /* segment ids; 0: none */
+	__u64 ustack_id;
+	__u32 pid;
+	__u32 tid;
+	__u32 event;
+	__u32 flags; /* enum bpfs_sample_flags */
+	char comm[BPFS_COMM_LEN];
+};
+
+struct bpfs_rec_stack {
+	struct bpfs_rec_hdr hdr; /* BPFS_REC_STACK */
+	__u64 id;
+	struct bpfs_stack seg;	/* only seg.nr frames are meaningful */
 };
 
 #endif

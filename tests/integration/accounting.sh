@@ -23,14 +23,47 @@ identity() {
 	fi
 }
 
-# A counts map of 4 entries: most samples are lost, and said so.
+# A counts map of 4 entries: the samples that find it full spill to the
+# rings and are kept, not lost.
 profile "$TMP/full.folded" -F 4000 --map-entries 4 -- "$W/shares" 1 || fail "tiny map run"
 identity "counts map full" "$TMP/full.folded"
-n=$(grep -c '^\[lost\];\[counts map full\] [0-9]' "$TMP/full.folded")
-[ "$n" -eq 1 ] && pass "counts map full: shown as a [lost] line" ||
-	fail "counts map full: shown as a [lost] line" "$(head -5 "$TMP/full.folded")"
+spilled=$(grep -oE '[0-9]+ samples spilled' "$TMP/full.folded.err" | grep -oE '^[0-9]+')
+[ "${spilled:-0}" -gt 100 ] && ! grep -q '^\[lost\]' "$TMP/full.folded" &&
+	pass "counts map full: samples spill to the rings ($spilled), none lost" ||
+	fail "counts map full: samples spill to the rings, none lost" "$(cat "$TMP/full.folded.err")"
 grep -q -- "--map-entries" "$TMP/full.folded.err" && pass "counts map full: summary says what to raise" ||
 	fail "counts map full: summary says what to raise" "$(cat "$TMP/full.folded.err")"
+
+# gaps_match NAME FILE: the loader saw as many sequence gaps as the BPF side
+# counted unsent records.
+gaps_match() {
+	local line
+	line=$(grep 'records not sent' "$2.err")
+	if [ -n "$line" ] && ! grep -q mismatch <<<"$line" &&
+		[ "$(grep -oE '[0-9]+ records not sent' <<<"$line" | grep -oE '^[0-9]+')" -gt 0 ]; then
+		pass "$1: every unsent record is a sequence gap ($line)"
+	else
+		fail "$1: every unsent record is a sequence gap" "$(cat "$2.err")"
+	fi
+}
+
+# Forced overflow: stream mode, 4 KiB rings, a reader that sleeps 300 ms.
+profile "$TMP/ring.folded" -F 4000 --mode stream --ring-size 4K --debug-reader-delay 300 \
+	-- "$W/shares" 1 || fail "overflow run"
+identity "ring overflow" "$TMP/ring.folded"
+n=$(grep '^\[lost\];\[ring full\] ' "$TMP/ring.folded" | awk '{ print $NF }')
+[ "${n:-0}" -gt 100 ] && pass "ring overflow: shown as a [lost] line ($n)" ||
+	fail "ring overflow: shown as a [lost] line" "$(grep lost "$TMP/ring.folded")"
+gaps_match "ring overflow" "$TMP/ring.folded"
+
+# Both: a full counts map whose spills find the rings full are lost as such.
+profile "$TMP/both.folded" -F 4000 --map-entries 4 --ring-size 4K --debug-reader-delay 300 \
+	-- "$W/shares" 1 || fail "full map and ring run"
+identity "counts map and ring full" "$TMP/both.folded"
+grep -q '^\[lost\];\[counts map full\] [0-9]' "$TMP/both.folded" &&
+	pass "counts map and ring full: shown as a [lost] line" ||
+	fail "counts map and ring full: shown as a [lost] line" "$(head -3 "$TMP/both.folded")"
+gaps_match "counts map and ring full" "$TMP/both.folded"
 
 # Stack ids narrowed to 3 bits: 8 ids for many distinct stacks. Colliding
 # stacks must be compared and counted as lost, never merged.

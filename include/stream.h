@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The loader's side of the per-CPU rings: checks each record's sequence
+ * number, keeps the stack segments the BPF side sends once, aggregates the
+ * sample records (stream mode, or samples spilled from a full counts map)
+ * and, for --format samples, keeps every sample. Reassembles a stack from
+ * its segments. Pure: fed records, unit-tested with synthetic streams.
+ */
+#ifndef BPFSAMPLER_STREAM_H
+#define BPFSAMPLER_STREAM_H
+
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpfsampler/sampler_abi.h"
+
+struct stream;
+
+/* A process seen for the first time or with a new comm (a new key). */
+typedef void (*stream_process_fn)(void *ctx, uint32_t pid, const char *comm);
+/* Where segments missing from the stream are looked up (the BPF map).
+ * Returns 0 and fills out, or -ENOENT. */
+typedef int (*stream_fallback_fn)(void *ctx, uint64_t id, struct bpfs_stack *out);
+typedef int (*stream_count_fn)(void *ctx, const struct bpfs_count_key *key,
+			       const struct bpfs_count_val *val);
+
+struct stream_opts {
+	bool keep_samples;	       /* for --format samples */
+	stream_process_fn on_process;  /* may be NULL */
+	void *ctx;
+};
+
+struct stream_stats {
+	uint64_t records;	/* well-formed records handled */
+	uint64_t samples;	/* sample records */
+	uint64_t stack_records; /* stack records */
+	uint64_t duplicate_stacks; /* stack records for an id already known */
+	uint64_t conflicting_stacks; /* same id, other frames: kept the first */
+	uint64_t malformed;	/* too short or of unknown type: dropped */
+	uint64_t gaps;		/* records missing by sequence number */
+	uint64_t reordered;	/* records older than one already seen */
+};
+
+int stream__new(const struct stream_opts *o, struct stream **out);
+void stream__free(struct stream *st);
+/* One ring record (the ring_buffer callback). Returns 0 or -ENOMEM. */
+int stream__handle(struct stream *st, const void *data, size_t size);
+/* The last sequence number CPU cpu spent: records after the last one seen
+ * are counted as gaps too. Call once per CPU after the final drain. */
+int stream__close_cpu(struct stream *st, uint32_t cpu, uint64_t last_seq);
+int stream__for_each_count(struct stream *st, stream_count_fn cb, void *ctx);
+void stream__stats(const struct stream *st, struct stream_stats *out);
+/* The kept samples, sorted by time (per CPU, seq order breaks ties). */
+const struct bpfs_rec_sample *stream__samples(struct stream *st, size_t *nr);
+
+/*
+ * Frames of the stack whose innermost segment is id, innermost first, at
+ * most max. Segments come from stack records, else from fb (may be NULL).
+ * Returns the number of frames; *missing is set when a segment could not be
+ * found anywhere (the frames found so far are returned).
+ */
+size_t stream__unwind(struct stream *st, uint64_t id, stream_fallback_fn fb, void *fbctx,
+		      uint64_t *ips, size_t max, bool *missing);
+
+#endif

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hashmap.h"
+#include "stream.h"
+
+/* Per-CPU sequence tracking; CPUs are few, so a small growable array. */
+struct cpu_seq {
+	uint64_t last; /* 0: nothing seen yet */
+};
+
+struct stream {
+	struct stream_opts opts;
+	struct hashmap *segments; /* id -> struct bpfs_stack * */
+	struct hashmap *counts;	  /* struct bpfs_count_key * -> struct bpfs_count_val * */
+	struct hashmap *comms;	  /* pid -> last comm (char[16]) */
+	struct cpu_seq *cpus;
+	size_t nr_cpus;
+	struct bpfs_rec_sample *samples;
+	size_t nr_samples, cap_samples;
+	struct stream_stats stats;
+};
+
+static uint64_t hash_key(const void *k)
+{
+	return hashmap__hash_bytes(k, sizeof(struct bpfs_count_key), 0);
+}
+
+static bool equal_key(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct bpfs_count_key)) == 0;
+}
+
+int stream__new(const struct stream_opts *o, struct stream **out)
+{
+	struct stream *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return -ENOMEM;
+	if (o)
+		st->opts = *o;
+	st->segments = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	st->counts = hashmap__new(hash_key, equal_key);
+	st->comms = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	if (!st->segments || !st->counts || !st->comms) {
+		stream__free(st);
+		return -ENOMEM;
+	}
+	*out = st;
+	return 0;
+}
+
+void stream__free(struct stream *st)
+{
+	const void *key;
+	void *val;
+
+	if (!st)
+		return;
+	for (size_t i = 0; st->segments && hashmap__next(st->segments, &i, NULL, &val);)
+		free(val);
+	for (size_t i = 0; st->counts && hashmap__next(st->counts, &i, &key, &val);) {
+		free((void *)key);
+		free(val);
+	}
+	for (size_t i = 0; st->comms && hashmap__next(st->comms, &i, NULL, &val);)
+		free(val);
+	hashmap__free(st->segments);
+	hashmap__free(st->counts);
+	hashmap__free(st->comms);
+	free(st->cpus);
+	free(st->samples);
+	free(st);
+}
+
+/* A gap in one CPU's sequence numbers is records it could not reserve. */
+static int track_seq(struct stream *st, const struct bpfs_rec_hdr *h)
+{
+	struct cpu_seq *c;
+
+	if (h->cpu >= st->nr_cpus) {
+		size_t n = h->cpu + 1;
+		struct cpu_seq *nc = realloc(st->cpus, n * sizeof(*nc));
+
+		if (!nc)
+			return -ENOMEM;
+		memset(nc + st->nr_cpus, 0, (n - st->nr_cpus) * sizeof(*nc));
+		st->cpus = nc;
+		st->nr_cpus = n;
+	}
+	c = &st->cpus[h->cpu];
+	if (h->seq <= c->last) {
+		st->stats.reordered++; /* a CPU's ring is FIFO: should not happen */
+		return 0;
+	}
+	st->stats.gaps += h->seq - c->last - 1;
+	c->last = h->seq;
+	return 0;
+}
+
+int stream__close_cpu(struct stream *st, uint32_t cpu, uint64_t last_seq)
+{
+	struct bpfs_rec_hdr h = { .cpu = cpu, .seq = last_seq + 1 };
+	int err;
+
+	if (!last_seq)
+		return 0;
+	/* as if a record numbered last_seq + 1 arrived: the gap before it */
+	err = track_seq(st, &h);
+	if (!err)
+		st->cpus[cpu].last = last_seq;
+	return err;
+}
+
+static void note_process(struct stream *st, uint32_t pid, const char *comm16)
+{
+	char *known = hashmap__find(st->comms, (void *)(uintptr_t)(pid + 1UL));
+	char comm[BPFS_COMM_LEN + 1] = {};
+
+	if (known && strncmp(known, comm16, BPFS_COMM_LEN) == 0)
+		return;
+	if (!known) {
+		known = calloc(1, BPFS_COMM_LEN);
+		if (!known || hashmap__set(st->comms, (void *)(uintptr_t)(pid + 1UL), known, NULL)) {
+			free(known);
+			return;
+		}
+	}
+	memcpy(known, comm16, BPFS_COMM_LEN);
+	memcpy(comm, comm16, BPFS_COMM_LEN);
+	if (st->opts.on_process)
+		st->opts.on_process(st->opts.ctx, pid, comm);
+}
+
+static int count(struct stream *st, const struct bpfs_rec_sample *r)
+{
+	struct bpfs_count_key k = {
+		.pid = r->pid,
+		.tid = r->tid,
+		.kstack_id = r->kstack_id,
+		.ustack_id = r->ustack_id,
+		.flags = r->flags,
+		.event = r->event,
+	};
+	struct bpfs_count_val *v;
+	struct bpfs_count_key *nk;
+
+	memcpy(k.comm, r->comm, sizeof(k.comm));
+	v = hashmap__find(st->counts, &k);
+	if (!v) {
+		nk = malloc(sizeof(*nk));
+		v = calloc(1, sizeof(*v));
+		if (!nk || !v || (*nk = k, hashmap__set(st->counts, nk, v, NULL))) {
+			free(nk);
+			free(v);
+			return -ENOMEM;
+		}
+	}
+	v->samples++;
+	v->period += r->period;
+	return 0;
+}
+
+static int keep_sample(struct stream *st, const struct bpfs_rec_sample *r)
+{
+	if (st->nr_samples == st->cap_samples) {
+		size_t cap = st->cap_samples ? st->cap_samples * 2 : 4096;
+		struct bpfs_rec_sample *ns = realloc(st->samples, cap * sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		st->samples = ns;
+		st->cap_samples = cap;
+	}
+	st->samples[st->nr_samples++] = *r;
+	return 0;
+}
+
+static int handle_stack(struct stream *st, const struct bpfs_rec_stack *r)
+{
+	struct bpfs_stack *known, *seg;
+
+	st->stats.stack_records++;
+	if (r->seg.nr > BPFS_SEG_FRAMES || !r->id) {
+		st->stats.malformed++;
+		return 0;
+	}
+	known = hashmap__find(st->segments, (void *)(uintptr_t)r->id);
+	if (known) {
+		/* The BPF side sends a segment once per insertion; seeing it
+		 * again is harmless if it is the same, and kept first if not. */
+		st->stats.duplicate_stacks++;
+		if (known->nr != r->seg.nr || known->parent != r->seg.parent ||
+		    memcmp(known->ips, r->seg.ips, known->nr * sizeof(known->ips[0])))
+			st->stats.conflicting_stacks++;
+		return 0;
+	}
+	seg = malloc(sizeof(*seg));
+	if (!seg)
+		return -ENOMEM;
+	*seg = r->seg;
+	if (hashmap__set(st->segments, (void *)(uintptr_t)r->id, seg, NULL)) {
+		free(seg);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static size_t min_size(uint32_t type)
+{
+	switch (type) {
+	case BPFS_REC_NEW_KEY:
+		return sizeof(struct bpfs_rec_new_key);
+	case BPFS_REC_SAMPLE:
+		return sizeof(struct bpfs_rec_sample);
+	case BPFS_REC_STACK:
+		return sizeof(struct bpfs_rec_stack);
+	default:
+		return SIZE_MAX;
+	}
+}
+
+int stream__handle(struct stream *st, const void *data, size_t size)
+{
+	const struct bpfs_rec_hdr *h = data;
+	int err;
+
+	if (size < sizeof(*h) || size < min_size(h->type)) {
+		st->stats.malformed++;
+		return 0;
+	}
+	err = track_seq(st, h);
+	if (err)
+		return err;
+	st->stats.records++;
+	switch (h->type) {
+	case BPFS_REC_NEW_KEY: {
+		const struct bpfs_rec_new_key *r = data;
+
+		note_process(st, r->pid, r->comm);
+		return 0;
+	}
+	case BPFS_REC_SAMPLE: {
+		const struct bpfs_rec_sample *r = data;
+
+		st->stats.samples++;
+		note_process(st, r->pid, r->comm);
+		err = count(st, r);
+		if (!err && st->opts.keep_samples)
+			err = keep_sample(st, r);
+		return err;
+	}
+	case BPFS_REC_STACK:
+		return handle_stack(st, data);
+	}
+	return 0;
+}
+
+int stream__for_each_count(struct stream *st, stream_count_fn cb, void *ctx)
+{
+	const void *key;
+	void *val;
+	int err;
+
+	for (size_t i = 0; hashmap__next(st->counts, &i, &key, &val);) {
+		err = cb(ctx, key, val);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+void stream__stats(const struct stream *st, struct stream_stats *out)
+{
+	*out = st->stats;
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct bpfs_rec_sample *x = a, *y = b;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	if (x->hdr.cpu != y->hdr.cpu)
+		return x->hdr.cpu < y->hdr.cpu ? -1 : 1;
+	return x->hdr.seq < y->hdr.seq ? -1 : x->hdr.seq > y->hdr.seq;
+}
+
+const struct bpfs_rec_sample *stream__samples(struct stream *st, size_t *nr)
+{
+	qsort(st->samples, st->nr_samples, sizeof(*st->samples), cmp_sample);
+	*nr = st->nr_samples;
+	return st->samples;
+}
+
+size_t stream__unwind(struct stream *st, uint64_t id, stream_fallback_fn fb, void *fbctx,
+		      uint64_t *ips, size_t max, bool *missing)
+{
+	/* A chain longer than this is a cycle: ids are hashes, not trusted. */
+	const int max_segments = BPFS_MAX_USER_DEPTH / BPFS_SEG_FRAMES + 2;
+	struct bpfs_stack tmp;
+	size_t n = 0;
+
+	*missing = false;
+	for (int s = 0; id && s < max_segments; s++) {
+		const struct bpfs_stack *seg = hashmap__find(st->segments, (void *)(uintptr_t)id);
+
+		if (!seg) {
+			struct bpfs_stack *copy;
+
+			if (!fb || fb(fbctx, id, &tmp)) {
+				*missing = true;
+				break;
+			}
+			seg = &tmp;
+			/* cache it: many samples share a segment */
+			copy = malloc(sizeof(*copy));
+			if (copy && (*copy = tmp, !hashmap__set(st->segments, (void *)(uintptr_t)id,
+								 copy, NULL)))
+				seg = copy;
+			else
+				free(copy);
+		}
+		for (uint32_t i = 0; i < seg->nr && i < BPFS_SEG_FRAMES && n < max; i++)
+			ips[n++] = seg->ips[i];
+		id = seg->parent;
+	}
+	return n;
+}
