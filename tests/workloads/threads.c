@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * threads N SECONDS: N threads named worker-0..worker-N-1, each running the
- * same CPU-bound thread_work for SECONDS. Ground truth: equal CPU per thread.
+ * same CPU-bound thread_work for SECONDS. Ground truth: equal CPU per thread;
+ * with THREADS_REPORT=1 in the environment each thread prints
+ * "TID CPU_SECONDS" at its end, the truth to compare samples per thread with.
  */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "burn.h"
 
@@ -29,6 +34,8 @@ static void *worker(void *arg)
 	snprintf(name, sizeof(name), "worker-%ld", (long)arg);
 	pthread_setname_np(pthread_self(), name);
 	thread_work();
+	if (getenv("THREADS_REPORT"))
+		printf("%ld %.6f\n", (long)syscall(SYS_gettid), clock_s(CLOCK_THREAD_CPUTIME_ID));
 	return NULL;
 }
 

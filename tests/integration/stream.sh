@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The stream: complete deep stacks, per-sample records with sane
+# timestamps, samples per thread that match each thread's CPU time.
+source "$(dirname "$0")/lib.sh"
+require_root stream
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b ? a / b : 0 }'; }
+
+# A 1000-deep recursion: the whole chain down from main, in both modes.
+for mode in stream aggregate; do
+	profile "$TMP/deep-$mode.folded" -F 4000 --mode $mode -- "$W/recurse" 1000 2 ||
+		fail "$mode: 1000-deep run" "$(cat "$TMP/deep-$mode.folded.err")"
+	leaf=$(samples_with "$TMP/deep-$mode.folded" recurse_leaf)
+	whole=$(samples_matching "$TMP/deep-$mode.folded" ';main;run_recurse;(recurse;){1000}recurse_leaf(;|$)')
+	if [ "$leaf" -lt 3000 ]; then
+		fail "$mode: 1000-deep recursion, enough samples" "$leaf"
+	else
+		r=$(ratio "$whole" "$leaf")
+		if awk -v r="$r" 'BEGIN { exit !(r >= 0.99) }'; then
+			pass "$mode: 1000-deep recursion whole from main in $r of samples"
+		else
+			fail "$mode: 1000-deep recursion whole from main" "only $r ($whole of $leaf)"
+		fi
+	fi
+done
+
+# Deeper than --max-stack-depth: cut, and said so.
+profile "$TMP/cut.folded" -F 999 --max-stack-depth 300 -- "$W/recurse" 1000 1 || fail "cut run"
+cut=$(samples_matching "$TMP/cut.folded" '^recurse;[[]truncated[]];(recurse;){2}')
+all=$(samples_with "$TMP/cut.folded" recurse_leaf)
+within "stacks over --max-stack-depth start with [truncated]" "$(ratio "$cut" "$all")" 1 0.02
+
+# --format samples: one line per sample; per-CPU monotonic time inside the
+# run's window; samples per thread match the thread's CPU time.
+t0=$(awk '{ print $1 }' /proc/uptime)
+THREADS_REPORT=1 "$BPFS" -F 4000 --format samples -o "$TMP/s.txt" -- "$W/threads" 2 3 \
+	>"$TMP/truth" 2>"$TMP/s.err"
+rc=$?
+t1=$(awk '{ print $1 }' /proc/uptime)
+[ $rc -eq 0 ] || fail "samples run" "$(cat "$TMP/s.err")"
+lines=$(wc -l <"$TMP/s.txt")
+kept=$(summary_field "$TMP/s.err" "kept")
+[ "$lines" -gt 1000 ] && [ "$lines" -eq "$kept" ] && pass "--format samples: one line per kept sample ($lines)" ||
+	fail "--format samples: one line per kept sample" "$lines lines, kept $kept"
+bad=$(awk -v t0="$t0" -v t1="$t1" '
+	{ if ($1 + 0 < t0 - 0.05 || $1 + 0 > t1 + 0.05) out++
+	  if (($2 in last) && $1 + 0 < last[$2]) back++
+	  last[$2] = $1 + 0 }
+	END { print out + 0, back + 0 }' "$TMP/s.txt")
+[ "$bad" = "0 0" ] && pass "--format samples: times rise per CPU, inside the run" ||
+	fail "--format samples: times rise per CPU, inside the run" "outside/backwards: $bad (window $t0..$t1)"
+while read -r tid cpu; do
+	n=$(awk -v t="$tid" '$4 == t' "$TMP/s.txt" | wc -l)
+	exp=$(awk -v c="$cpu" 'BEGIN { printf "%d", c * 4000 }')
+	tol=$(awk -v e="$exp" 'BEGIN { printf "%d", 0.05 * e + 4 * sqrt(e) }')
+	within "thread $tid: samples match its CPU time ($cpu s)" "$n" "$exp" "$tol"
+done <"$TMP/truth"
+[ -s "$TMP/truth" ] || fail "threads reported their CPU time"

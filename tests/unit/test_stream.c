@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Reassembly of synthetic record streams: CPUs interleaved, stack records
+ * before and after their samples, lost records, duplicate ids, truncated and
+ * unknown records, multi-segment stacks and cycles. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream.h"
+#include "unit.h"
+
+static struct bpfs_rec_sample sample(uint32_t cpu, uint64_t seq, uint64_t t, uint64_t ustack,
+				     uint32_t tid)
+{
+	struct bpfs_rec_sample r = {
+		.hdr = { BPFS_REC_SAMPLE, cpu, seq },
+		.time_ns = t,
+		.period = 250000,
+		.ustack_id = ustack,
+		.pid = 100,
+		.tid = tid,
+	};
+
+	memcpy(r.comm, "app", 4);
+	return r;
+}
+
+static struct bpfs_rec_stack *stack_rec(uint32_t cpu, uint64_t seq, uint64_t id, uint64_t parent,
+					uint32_t nr, uint64_t first_ip)
+{
+	static struct bpfs_rec_stack r;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr = (struct bpfs_rec_hdr){ BPFS_REC_STACK, cpu, seq };
+	r.id = id;
+	r.seg.parent = parent;
+	r.seg.nr = nr;
+	for (uint32_t i = 0; i < nr; i++)
+		r.seg.ips[i] = first_ip + i;
+	return &r;
+}
+
+static struct stream *new_stream(bool keep)
+{
+	struct stream *st = NULL;
+
+	CHECK(stream__new(&(struct stream_opts){ .keep_samples = keep }, &st) == 0, "new");
+	return st;
+}
+
+static void test_interleaved_cpus_and_gaps(void)
+{
+	struct stream *st = new_stream(false);
+	struct stream_stats ss;
+	struct bpfs_rec_sample r;
+
+	r = sample(0, 1, 10, 0, 1);
+	stream__handle(st, &r, sizeof(r));
+	r = sample(1, 1, 11, 0, 2);
+	stream__handle(st, &r, sizeof(r));
+	r = sample(0, 2, 12, 0, 1);
+	stream__handle(st, &r, sizeof(r));
+	r = sample(1, 5, 13, 0, 2); /* 2, 3, 4 lost on CPU 1 */
+	stream__handle(st, &r, sizeof(r));
+	stream__stats(st, &ss);
+	CHECK(ss.samples == 4 && ss.gaps == 3, "samples %llu gaps %llu",
+	      (unsigned long long)ss.samples, (unsigned long long)ss.gaps);
+	/* CPU 0 spent seqs up to 7: 3..7 never arrived. */
+	CHECK(stream__close_cpu(st, 0, 7) == 0, "close");
+	CHECK(stream__close_cpu(st, 1, 5) == 0, "close, nothing after");
+	stream__stats(st, &ss);
+	CHECK(ss.gaps == 3 + 5, "trailing gaps counted: %llu", (unsigned long long)ss.gaps);
+	r = sample(0, 1, 14, 0, 1); /* replayed: older than seen */
+	stream__handle(st, &r, sizeof(r));
+	stream__stats(st, &ss);
+	CHECK(ss.reordered == 1, "reordered %llu", (unsigned long long)ss.reordered);
+	stream__free(st);
+}
+
+static int fallback_none(void *ctx, uint64_t id, struct bpfs_stack *out)
+{
+	return -ENOENT;
+}
+
+static int fallback_map(void *ctx, uint64_t id, struct bpfs_stack *out)
+{
+	if (id != 77)
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->nr = 2;
+	out->ips[0] = 0x700;
+	out->ips[1] = 0x701;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static void test_stack_before_and_after(void)
+{
+	struct stream *st = new_stream(false);
+	struct bpfs_rec_sample r;
+	uint64_t ips[16];
+	bool missing;
+	size_t n;
+
+	r = sample(0, 1, 10, 42, 1); /* its stack arrives later, on CPU 1 */
+	stream__handle(st, &r, sizeof(r));
+	stream__handle(st, stack_rec(1, 1, 42, 0, 3, 0x400), sizeof(struct bpfs_rec_stack));
+	r = sample(0, 2, 11, 42, 1); /* and one after it */
+	stream__handle(st, &r, sizeof(r));
+	n = stream__unwind(st, 42, fallback_none, NULL, ips, 16, &missing);
+	CHECK(n == 3 && !missing && ips[0] == 0x400 && ips[2] == 0x402, "n %zu", n);
+	stream__free(st);
+}
+
+static void test_lost_stack_record(void)
+{
+	struct stream *st = new_stream(false);
+	uint64_t ips[16];
+	bool missing;
+	int calls = 0;
+	size_t n;
+
+	/* never sent: found through the fallback (the BPF map), once */
+	n = stream__unwind(st, 77, fallback_map, &calls, ips, 16, &missing);
+	CHECK(n == 2 && !missing && ips[1] == 0x701, "fallback used: n %zu", n);
+	n = stream__unwind(st, 77, fallback_map, &calls, ips, 16, &missing);
+	CHECK(n == 2 && calls == 1, "fallback result cached: %d calls", calls);
+	/* nowhere: reported missing */
+	n = stream__unwind(st, 78, fallback_map, &calls, ips, 16, &missing);
+	CHECK(n == 0 && missing, "missing segment reported");
+	stream__free(st);
+}
+
+static void test_duplicates(void)
+{
+	struct stream *st = new_stream(false);
+	struct stream_stats ss;
+	uint64_t ips[16];
+	bool missing;
+
+	stream__handle(st, stack_rec(0, 1, 5, 0, 2, 0x100), sizeof(struct bpfs_rec_stack));
+	stream__handle(st, stack_rec(1, 1, 5, 0, 2, 0x100), sizeof(struct bpfs_rec_stack));
+	stream__handle(st, stack_rec(1, 2, 5, 0, 2, 0x900), sizeof(struct bpfs_rec_stack));
+	stream__stats(st, &ss);
+	CHECK(ss.duplicate_stacks == 2 && ss.conflicting_stacks == 1, "dup %llu conflict %llu",
+	      (unsigned long long)ss.duplicate_stacks, (unsigned long long)ss.conflicting_stacks);
+	stream__unwind(st, 5, NULL, NULL, ips, 16, &missing);
+	CHECK(ips[0] == 0x100, "the first one is kept");
+	stream__free(st);
+}
+
+static void test_truncated_and_unknown(void)
+{
+	struct stream *st = new_stream(true);
+	struct bpfs_rec_sample r = sample(0, 1, 10, 0, 1);
+	struct bpfs_rec_hdr odd = { 99, 0, 2 };
+	struct stream_stats ss;
+	size_t nr;
+
+	stream__handle(st, &r, 6);			     /* shorter than a header */
+	stream__handle(st, &r, sizeof(r) - 1);		     /* a cut sample */
+	stream__handle(st, &odd, sizeof(odd));		     /* unknown type */
+	stream__handle(st, stack_rec(0, 3, 9, 0, 1, 1), 40); /* a cut stack */
+	stream__handle(st, stack_rec(0, 4, 0, 0, 1, 1), sizeof(struct bpfs_rec_stack)); /* id 0 */
+	stream__stats(st, &ss);
+	CHECK(ss.malformed == 5, "malformed %llu", (unsigned long long)ss.malformed);
+	CHECK(ss.samples == 0, "nothing counted from them");
+	stream__samples(st, &nr);
+	CHECK(nr == 0, "no sample kept");
+	stream__free(st);
+}
+
+static void test_segments_and_cycles(void)
+{
+	struct stream *st = new_stream(false);
+	uint64_t ips[2 * BPFS_SEG_FRAMES];
+	bool missing;
+	size_t n;
+
+	/* root segment 1 (127 frames), leaf segment 2 (3 frames) */
+	stream__handle(st, stack_rec(0, 1, 1, 0, BPFS_SEG_FRAMES, 0x1000), sizeof(struct bpfs_rec_stack));
+	stream__handle(st, stack_rec(0, 2, 2, 1, 3, 0x2000), sizeof(struct bpfs_rec_stack));
+	n = stream__unwind(st, 2, NULL, NULL, ips, 2 * BPFS_SEG_FRAMES, &missing);
+	CHECK(n == 3 + BPFS_SEG_FRAMES && !missing, "n %zu", n);
+	CHECK(ips[0] == 0x2000 && ips[2] == 0x2002 && ips[3] == 0x1000 &&
+		      ips[n - 1] == 0x1000 + BPFS_SEG_FRAMES - 1,
+	      "leaf segment first, then its parent");
+	n = stream__unwind(st, 2, NULL, NULL, ips, 5, &missing);
+	CHECK(n == 5, "bounded by max: %zu", n);
+
+	/* 10 -> 11 -> 10: a cycle must end */
+	stream__handle(st, stack_rec(0, 3, 10, 11, 1, 0x10), sizeof(struct bpfs_rec_stack));
+	stream__handle(st, stack_rec(0, 4, 11, 10, 1, 0x11), sizeof(struct bpfs_rec_stack));
+	n = stream__unwind(st, 10, NULL, NULL, ips, 2 * BPFS_SEG_FRAMES, &missing);
+	CHECK(n <= BPFS_MAX_USER_DEPTH / BPFS_SEG_FRAMES + 2, "cycle stopped at %zu", n);
+	stream__free(st);
+}
+
+static int sum_counts(void *ctx, const struct bpfs_count_key *k, const struct bpfs_count_val *v)
+{
+	uint64_t *acc = ctx;
+
+	acc[0] += v->samples;
+	acc[1] += v->period;
+	acc[2]++;
+	return 0;
+}
+
+static void test_aggregation_and_order(void)
+{
+	struct stream *st = new_stream(true);
+	struct bpfs_rec_sample r;
+	const struct bpfs_rec_sample *s;
+	uint64_t acc[3] = {};
+	size_t nr;
+
+	r = sample(1, 1, 30, 5, 2);
+	stream__handle(st, &r, sizeof(r));
+	r = sample(0, 1, 20, 5, 2);
+	stream__handle(st, &r, sizeof(r));
+	r = sample(0, 2, 25, 6, 2);
+	stream__handle(st, &r, sizeof(r));
+	stream__for_each_count(st, sum_counts, acc);
+	CHECK(acc[0] == 3 && acc[1] == 3 * 250000 && acc[2] == 2, "samples %llu keys %llu",
+	      (unsigned long long)acc[0], (unsigned long long)acc[2]);
+	s = stream__samples(st, &nr);
+	CHECK(nr == 3 && s[0].time_ns == 20 && s[1].time_ns == 25 && s[2].time_ns == 30,
+	      "sorted by time");
+	stream__free(st);
+}
+
+int main(void)
+{
+	RUN(test_interleaved_cpus_and_gaps);
+	RUN(test_stack_before_and_after);
+	RUN(test_lost_stack_record);
+	RUN(test_duplicates);
+	RUN(test_truncated_and_unknown);
+	RUN(test_segments_and_cycles);
+	RUN(test_aggregation_and_order);
+	UNIT_EXIT();
+}
