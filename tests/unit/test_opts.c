@@ -19,7 +19,10 @@ static void test_defaults(void)
 	CHECK(opts__parse(&o, 1, argv) == OPTS_RUN, "no options");
 	CHECK(o.freq == 4000, "default -F is perf's 4000, got %u", o.freq);
 	CHECK(o.duration == 0, "no duration: until Ctrl-C");
-	CHECK(o.max_depth == 127, "default depth %u", o.max_depth);
+	CHECK(o.max_depth == 1024, "default depth %u", o.max_depth);
+	CHECK(o.ring_size == 1U << 20 && o.mode == OPTS_MODE_DEFAULT &&
+		      o.format == OPTS_FORMAT_FOLDED,
+	      "ring, mode, format defaults");
 	CHECK(!o.include_idle && !o.user_only && !o.kernel_only && !o.annotate, "flags off");
 	CHECK(o.output == NULL && o.command == NULL, "stdout, no command");
 	CHECK(o.map_entries == OPTS_DEFAULT_MAP_ENTRIES, "map entries");
@@ -51,6 +54,20 @@ static void test_all_options(void)
 	CHECK(o.freq == 250 && o.tids.nr == 1 && o.tids.v[0] == 7 && o.kernel_only &&
 		      o.duration == 3,
 	      "long forms parsed");
+	opts__free(&o);
+}
+
+static void test_stream_options(void)
+{
+	struct opts o;
+
+	CHECK(PARSE(&o, "--ring-size", "64K", "--mode", "stream") == OPTS_RUN, "ring and mode");
+	CHECK(o.ring_size == 65536 && o.mode == OPTS_MODE_STREAM, "64K stream");
+	opts__free(&o);
+	CHECK(PARSE(&o, "--ring-size", "4M", "--format", "samples") == OPTS_RUN, "samples");
+	CHECK(o.ring_size == 4U << 20 && o.mode == OPTS_MODE_STREAM &&
+		      o.format == OPTS_FORMAT_SAMPLES,
+	      "--format samples implies the stream");
 	opts__free(&o);
 }
 
@@ -97,7 +114,13 @@ static void test_bad_values(void)
 	BAD("-C", "3-1");
 	BAD("-C", "a");
 	BAD("--max-stack-depth", "0");
-	BAD("--max-stack-depth", "128");
+	BAD("--max-stack-depth", "1025");
+	BAD("--ring-size", "5000");
+	BAD("--ring-size", "1K");
+	BAD("--ring-size", "2G");
+	BAD("--mode", "fast");
+	BAD("--format", "json");
+	BAD("--mode", "aggregate", "--format", "samples");
 	BAD("--map-entries", "0");
 	BAD("--stack-entries", "lots");
 	BAD("--no-such-flag");
@@ -147,6 +170,7 @@ int main(void)
 	log_set_level(LOG_ERROR);
 	RUN(test_defaults);
 	RUN(test_all_options);
+	RUN(test_stream_options);
 	RUN(test_command);
 	RUN(test_bad_values);
 	RUN(test_help_and_version);
