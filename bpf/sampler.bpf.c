@@ -31,6 +31,10 @@ const volatile bool include_idle = false;
 const volatile bool collect_user = true;
 const volatile bool collect_kernel = true;
 const volatile __u32 max_depth = BPFS_DEFAULT_DEPTH; /* user frames */
+/* Frames walked in the interrupt; the rest, or a walk that faulted, is
+ * finished at return to user space when use_task_work is set. */
+const volatile __u32 irq_depth = BPFS_MAX_USER_DEPTH;
+const volatile bool use_task_work = false;
 /* Ring data that makes the loader wake up (else it polls on a timer). */
 const volatile __u64 wakeup_bytes = 64 * 1024;
 /* Tests narrow stack ids to a few bits to force collisions and check that
@@ -101,6 +105,8 @@ struct ustack {
 	__u64 fp, sp, base;
 	__u32 nr, words;
 	__u32 fault;
+	__u32 limit;   /* frames this walk may take */
+	__u32 limited; /* stopped at limit with the chain going on */
 	__u32 pad;
 	__u64 ips[BPFS_MAX_USER_DEPTH];
 };
@@ -143,6 +149,15 @@ static __always_inline void stat_inc(__u32 which)
 		*v += 1; /* per-CPU slot: no atomics needed */
 }
 
+/* For code that an interrupt on the same CPU can interrupt. */
+static __always_inline void stat_inc_atomic(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
 static __always_inline void *this_ring(void)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
@@ -161,10 +176,12 @@ static __always_inline void *rec_reserve(void *ring, __u32 size, __u32 type)
 	seq = bpf_map_lookup_elem(&seqs, &zero);
 	if (!seq || !ring)
 		return NULL;
-	s = ++*seq;
+	/* atomic: a completion callback in task context and the sampling
+	 * interrupt share this CPU's counter */
+	s = __sync_fetch_and_add(seq, 1) + 1;
 	hdr = bpf_ringbuf_reserve(ring, size, 0);
 	if (!hdr) {
-		stat_inc(BPFS_STAT_RECS_UNSENT);
+		stat_inc_atomic(BPFS_STAT_RECS_UNSENT);
 		return NULL;
 	}
 	hdr->type = type;
@@ -204,26 +221,40 @@ struct seg_loop {
 	bool differ;
 };
 
-static long hash_frame(__u64 i, void *data)
+/* Eight frames per callback: the per-call cost of bpf_loop dominated deep
+ * stacks (26 us per 1000-frame sample with one frame per call). */
+#define FRAMES_PER_CALL 8
+
+static long hash_frames(__u64 blk, void *data)
 {
 	struct seg_loop *l = data;
+	__u32 nr = l->a->nr;
 
-	if (i >= BPFS_SEG_FRAMES)
-		return 1;
-	l->h = (l->h ^ l->a->ips[i]) * 0x9e3779b97f4a7c15ULL;
-	l->h ^= l->h >> 29;
+	for (int k = 0; k < FRAMES_PER_CALL; k++) {
+		__u64 i = blk * FRAMES_PER_CALL + k;
+
+		if (i >= nr || i >= BPFS_SEG_FRAMES)
+			return 1;
+		l->h = (l->h ^ l->a->ips[i]) * 0x9e3779b97f4a7c15ULL;
+		l->h ^= l->h >> 29;
+	}
 	return 0;
 }
 
-static long compare_frame(__u64 i, void *data)
+static long compare_frames(__u64 blk, void *data)
 {
 	struct seg_loop *l = data;
+	__u32 nr = l->a->nr;
 
-	if (i >= BPFS_SEG_FRAMES)
-		return 1;
-	if (l->a->ips[i] != l->b->ips[i]) {
-		l->differ = true;
-		return 1;
+	for (int k = 0; k < FRAMES_PER_CALL; k++) {
+		__u64 i = blk * FRAMES_PER_CALL + k;
+
+		if (i >= nr || i >= BPFS_SEG_FRAMES)
+			return 1;
+		if (l->a->ips[i] != l->b->ips[i]) {
+			l->differ = true;
+			return 1;
+		}
 	}
 	return 0;
 }
@@ -237,7 +268,7 @@ static __always_inline __u64 seg_hash(const struct bpfs_stack *s, __u64 seed)
 {
 	struct seg_loop l = { .a = s, .h = mix64(seed ^ s->nr ^ mix64(s->parent)) };
 
-	bpf_loop(seg_nr(s), hash_frame, &l, 0);
+	bpf_loop((seg_nr(s) + FRAMES_PER_CALL - 1) / FRAMES_PER_CALL, hash_frames, &l, 0);
 	return mix64(l.h);
 }
 
@@ -247,7 +278,7 @@ static __always_inline bool seg_equal(const struct bpfs_stack *a, const struct b
 
 	if (a->nr != b->nr || a->parent != b->parent)
 		return false;
-	bpf_loop(seg_nr(a), compare_frame, &l, 0);
+	bpf_loop((seg_nr(a) + FRAMES_PER_CALL - 1) / FRAMES_PER_CALL, compare_frames, &l, 0);
 	return !l.differ;
 }
 
@@ -261,7 +292,7 @@ static __always_inline void send_segment(__u64 id, const struct bpfs_stack *s)
 
 	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_STACK);
 	if (!rec) {
-		stat_inc(BPFS_STAT_STACK_RECS_LOST);
+		stat_inc_atomic(BPFS_STAT_STACK_RECS_LOST);
 		return;
 	}
 	rec->id = id;
@@ -297,11 +328,11 @@ static __always_inline __u64 store_segment(const struct bpfs_stack *s, __u64 see
 				return id;
 			}
 			if (err == -EBUSY) {
-				stat_inc(BPFS_STAT_LOST_BUSY);
+				stat_inc_atomic(BPFS_STAT_LOST_BUSY);
 				return 0;
 			}
 			if (err != -EEXIST) {
-				stat_inc(BPFS_STAT_LOST_STACKS_FULL);
+				stat_inc_atomic(BPFS_STAT_LOST_STACKS_FULL);
 				return 0;
 			}
 			/* Another CPU inserted this id just now: compare. */
@@ -313,7 +344,7 @@ static __always_inline __u64 store_segment(const struct bpfs_stack *s, __u64 see
 			return id;
 		id = mix64(id + 0x9e3779b97f4a7c15ULL) & stack_id_mask;
 	}
-	stat_inc(BPFS_STAT_LOST_COLLISION);
+	stat_inc_atomic(BPFS_STAT_LOST_COLLISION);
 	return 0;
 }
 
@@ -368,16 +399,26 @@ static __always_inline __u32 read_window(struct uwin *win, __u64 fp)
 	return 0;
 }
 
+/* In task context (completion): reads that may fault pages in. */
+static __always_inline __u32 read_window_sleepable(struct uwin *win, __u64 fp)
+{
+	if (!bpf_copy_from_user(win->w, UWIN_WORDS * sizeof(__u64), (void *)fp))
+		return UWIN_WORDS;
+	if (!bpf_copy_from_user(win->w, 2 * sizeof(__u64), (void *)fp))
+		return 2;
+	return 0;
+}
+
 struct walk {
 	struct ustack *st;
 	struct uwin *win;
 };
 
 /* One frame per call, from bpf_loop: the verifier checks the body once
- * instead of once per unrolled iteration. Returns 1 to stop. */
-static long walk_frame(__u64 i, void *data)
+ * instead of once per unrolled iteration. Returns 1 to stop. sleepable: in
+ * task context, where reads may fault pages in. */
+static __always_inline long walk_step(struct walk *w, bool sleepable)
 {
-	struct walk *w = data;
 	struct ustack *st = w->st;
 	__u32 nr = st->nr;
 	__u64 off, next, ret, fp = st->fp;
@@ -386,11 +427,15 @@ static long walk_frame(__u64 i, void *data)
 		return 1;
 	if (fp < st->sp || fp - st->sp >= MAX_STACK_SPAN || (fp & 7))
 		return 1;
+	if (nr >= st->limit) {
+		st->limited = 1;
+		return 1;
+	}
 	off = (fp - st->base) / 8;
 	if (!st->words || fp < st->base || off + 1 >= st->words) {
 		st->base = fp;
 		off = 0;
-		st->words = read_window(w->win, fp);
+		st->words = sleepable ? read_window_sleepable(w->win, fp) : read_window(w->win, fp);
 		if (!st->words) {
 			st->fault = 1;
 			return 1;
@@ -408,6 +453,16 @@ static long walk_frame(__u64 i, void *data)
 	st->sp = fp;
 	st->fp = next;
 	return 0;
+}
+
+static long walk_frame(__u64 i, void *data)
+{
+	return walk_step(data, false);
+}
+
+static long walk_frame_sleepable(__u64 i, void *data)
+{
+	return walk_step(data, true);
 }
 
 struct cut {
@@ -440,12 +495,132 @@ static long cut_segment(__u64 j, void *data)
 	return c->id ? 0 : 1;
 }
 
-static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
-					    struct bpfs_stack *seg, __u64 *id, __u32 *flags)
+/* Cuts the walk in st into segments and stores them; the leaf segment's
+ * id, or 0 when one could not be stored (counted). */
+static __always_inline __u64 store_walk(struct ustack *st, struct bpfs_stack *seg)
 {
+	struct cut c = { .st = st, .seg = seg, .nr = st->nr };
+
+	bpf_loop(BPFS_MAX_USER_DEPTH / BPFS_SEG_FRAMES + 1, cut_segment, &c, 0);
+	return c.id;
+}
+
+static __always_inline void walk_from(struct ustack *st, __u64 ip, __u64 fp, __u64 sp,
+				      __u32 limit)
+{
+	st->ips[0] = ip;
+	st->fp = fp;
+	st->sp = sp;
+	st->nr = 1;
+	st->words = 0;
+	st->base = 0;
+	st->fault = 0;
+	st->limit = limit;
+	st->limited = 0;
+}
+
+/* Completion at return to user space: the thread's own context, where
+ * reads may fault pages in. One per thread at a time, keyed by tid; the
+ * walk's scratch lives here too, since this code can sleep and per-CPU
+ * scratch would be shared with whatever runs next on the CPU. */
+struct ucompletion {
+	struct bpf_task_work tw;
+	__u32 pid;
+	__u32 tid;
+	struct ustack st;
+	struct uwin win;
+	struct bpfs_stack seg;
+};
+
+/* LRU: entries are never deleted (the callback runs from its own entry);
+ * the least recently sampled threads make room. Sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ucompletion);
+} completions SEC(".maps");
+
+/* Zeroes of a completion's size (no special fields: just bytes). */
+struct completion_zero {
+	char b[sizeof(struct ucompletion)];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct completion_zero);
+} czero SEC(".maps");
+
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map, bpf_task_work_callback_t callback,
+					      void *aux__prog) __ksym __weak;
+
+static int complete_walk(struct bpf_map *map, void *key, void *value)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct ucompletion *cw = value;
+	struct walk w = { .st = &cw->st, .win = &cw->win };
+	struct bpfs_rec_complete *rec;
+	struct pt_regs *regs;
+	void *ring;
+
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	walk_from(&cw->st, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, bp),
+		  BPF_CORE_READ(regs, sp), max_depth);
+	bpf_loop(BPFS_MAX_USER_DEPTH, walk_frame_sleepable, &w, 0);
+	ring = this_ring();
+	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_COMPLETE);
+	if (!rec) {
+		stat_inc_atomic(BPFS_STAT_COMPLETION_ERR);
+		return 0;
+	}
+	rec->ustack_id = store_walk(&cw->st, &cw->seg);
+	rec->time_ns = bpf_ktime_get_ns();
+	rec->pid = cw->pid;
+	rec->tid = cw->tid;
+	rec->flags = (cw->st.fault ? BPFS_F_USTACK_ERR : 0) |
+		     (cw->st.nr >= max_depth ? BPFS_F_USTACK_TRUNC : 0);
+	rec_submit(ring, rec);
+	stat_inc_atomic(BPFS_STAT_COMPLETIONS);
+	return 0;
+}
+
+/* Asks for a completion of this thread's user stack; false when it cannot
+ * be had (the partial stack is then kept, marked). A completion already
+ * scheduled for the thread serves this sample too. */
+static __always_inline bool schedule_completion(struct task_struct *task, __u32 pid, __u32 tid)
+{
+	struct ucompletion *cw;
+	long err;
+
+	cw = bpf_map_lookup_elem(&completions, &tid);
+	if (!cw) {
+		/* too large to build on the BPF stack: insert from zeroes */
+		struct completion_zero *zero_val;
+		__u32 zero = 0;
+
+		zero_val = bpf_map_lookup_elem(&czero, &zero);
+		if (!zero_val)
+			return false;
+		bpf_map_update_elem(&completions, &tid, zero_val, BPF_NOEXIST);
+		cw = bpf_map_lookup_elem(&completions, &tid);
+		if (!cw)
+			return false;
+	}
+	cw->pid = pid;
+	cw->tid = tid;
+	err = bpf_task_work_schedule_resume_impl(task, &cw->tw, &completions, complete_walk, NULL);
+	return err == 0 || err == -EBUSY;
+}
+
+static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
+					    struct bpfs_stack *seg, struct bpfs_count_key *key)
+{
+	__u32 *flags = &key->flags;
 	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
 	struct walk w = {};
-	struct cut c = {};
 	struct ustack *st;
 	__u32 zero = 0;
 
@@ -455,35 +630,30 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 		return true;
 	w.st = st;
 	if (cs & 3) { /* interrupted in user mode: these are its registers */
-		st->ips[0] = ctx->regs.ip;
-		st->fp = ctx->regs.bp;
-		st->sp = ctx->regs.sp;
+		walk_from(st, ctx->regs.ip, ctx->regs.bp, ctx->regs.sp,
+			  use_task_work ? irq_depth : max_depth);
 	} else { /* in the kernel: the registers saved at kernel entry */
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
-		st->ips[0] = BPF_CORE_READ(regs, ip);
-		st->fp = BPF_CORE_READ(regs, bp);
-		st->sp = BPF_CORE_READ(regs, sp);
+		walk_from(st, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, bp),
+			  BPF_CORE_READ(regs, sp), use_task_work ? irq_depth : max_depth);
 	}
-	st->nr = 1;
-	st->words = 0;
-	st->base = 0;
-	st->fault = 0;
 	bpf_loop(BPFS_MAX_USER_DEPTH, walk_frame, &w, 0);
-	if (st->fault) {
-		stat_inc(BPFS_STAT_USTACK_ERR);
-		*flags |= BPFS_F_USTACK_ERR;
+	if (use_task_work && (st->fault || st->limited) &&
+	    schedule_completion(bpf_get_current_task_btf(), key->pid, key->tid)) {
+		*flags |= BPFS_F_USTACK_PENDING;
+	} else {
+		if (st->fault) {
+			stat_inc(BPFS_STAT_USTACK_ERR);
+			*flags |= BPFS_F_USTACK_ERR;
+		}
+		if (st->nr >= max_depth || st->limited) {
+			stat_inc(BPFS_STAT_USTACK_TRUNC);
+			*flags |= BPFS_F_USTACK_TRUNC;
+		}
 	}
-	if (st->nr >= max_depth) {
-		stat_inc(BPFS_STAT_USTACK_TRUNC);
-		*flags |= BPFS_F_USTACK_TRUNC;
-	}
-	c.st = st;
-	c.seg = seg;
-	c.nr = st->nr;
-	bpf_loop(BPFS_MAX_USER_DEPTH / BPFS_SEG_FRAMES + 1, cut_segment, &c, 0);
-	*id = c.id;
-	return c.id != 0;
+	key->ustack_id = store_walk(st, seg);
+	return key->ustack_id != 0;
 }
 
 static __always_inline bool selected(__u32 pid, __u32 tid)
@@ -606,9 +776,17 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	task = bpf_get_current_task_btf();
 	if (!task->mm)
 		key.flags |= BPFS_F_KTHREAD; /* kernel thread: no user stack */
-	else if (collect_user && !take_user_stack(ctx, seg, &key.ustack_id, &key.flags))
+	else if (collect_user && !take_user_stack(ctx, seg, &key))
 		return 0;
 
+	if (key.flags & BPFS_F_USTACK_PENDING) {
+		/* Its user stack comes later: the loader waits for it. */
+		if (send_sample(&key, ctx->sample_period))
+			stat_inc(BPFS_STAT_DEFERRED);
+		else
+			stat_inc(BPFS_STAT_LOST_RING_FULL);
+		return 0;
+	}
 	if (mode == BPFS_MODE_STREAM) {
 		if (send_sample(&key, ctx->sample_period))
 			stat_inc(BPFS_STAT_STREAMED);

@@ -17,6 +17,9 @@ bool features__cpu_online(int cpu);
 long features__max_sample_rate(void);
 /* kernel.perf_event_max_stack, or -1 when unreadable. */
 long features__max_stack(void);
+/* Whether the kernel has bpf_task_work_schedule_resume (Linux 6.18): a
+ * BPF callback in a thread's own context at its return to user space. */
+bool features__has_task_work(void);
 /* The table printed by --version -v. */
 void features__print(FILE *f);
 

@@ -45,6 +45,8 @@ struct opts {
 	bool annotate;		 /* --annotate: kernel frames get _[k] */
 	const char *output;	 /* -o; NULL: stdout */
 	unsigned int max_depth;	 /* --max-stack-depth */
+	unsigned int irq_depth;	 /* --interrupt-depth; 0: the default */
+	bool no_completion;	 /* --no-completion */
 	unsigned int map_entries;   /* --map-entries */
 	unsigned int stack_entries; /* --stack-entries */
 	unsigned int stack_id_bits; /* --debug-stack-id-bits (tests only) */

@@ -33,6 +33,9 @@ struct sampler_opts {
 	bool user_stacks;
 	bool kernel_stacks;
 	unsigned int max_depth;
+	unsigned int irq_depth;	 /* user frames walked in the interrupt (0: all) */
+	bool completion;	 /* finish walks at return to user space, if
+				  * the kernel can (features__has_task_work) */
 	unsigned int map_entries;
 	unsigned int stack_entries;
 	unsigned int stack_id_bits;	 /* testing aid: 0 = full 64-bit ids */

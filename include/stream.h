@@ -41,6 +41,9 @@ struct stream_stats {
 	uint64_t malformed;	/* too short or of unknown type: dropped */
 	uint64_t gaps;		/* records missing by sequence number */
 	uint64_t reordered;	/* records older than one already seen */
+	uint64_t completions;	/* completion records */
+	uint64_t completed;	/* pending samples they completed */
+	uint64_t never_completed; /* pending samples left at the end */
 };
 
 int stream__new(const struct stream_opts *o, struct stream **out);
@@ -50,6 +53,9 @@ int stream__handle(struct stream *st, const void *data, size_t size);
 /* The last sequence number CPU cpu spent: records after the last one seen
  * are counted as gaps too. Call once per CPU after the final drain. */
 int stream__close_cpu(struct stream *st, uint32_t cpu, uint64_t last_seq);
+/* Counts the samples still waiting for a completion with the partial stack
+ * they have, marked unreadable. Call after the final drain. */
+int stream__finish(struct stream *st);
 int stream__for_each_count(struct stream *st, stream_count_fn cb, void *ctx);
 void stream__stats(const struct stream *st, struct stream_stats *out);
 /* The kept samples, sorted by time (per CPU, seq order breaks ties). */

@@ -8,6 +8,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "features.h"
@@ -149,6 +150,22 @@ int features__check(void)
 	return 0;
 }
 
+bool features__has_task_work(void)
+{
+	static int has = -1;
+	struct btf *btf;
+
+	if (has >= 0)
+		return has;
+	/* A kfunc is found by name in the kernel's BTF (Linux 6.18 added
+	 * bpf_task_work_schedule_resume_impl). */
+	btf = btf__load_vmlinux_btf();
+	has = btf && btf__find_by_name_kind(btf, "bpf_task_work_schedule_resume_impl",
+					    BTF_KIND_FUNC) > 0;
+	btf__free(btf);
+	return has;
+}
+
 void features__print(FILE *f)
 {
 	struct utsname u;
@@ -161,6 +178,8 @@ void features__print(FILE *f)
 	fprintf(f, "kernel BTF:                       %s\n", have_btf() ? "yes" : "no");
 	fprintf(f, "perf events (cpu-clock):          %s\n",
 		probe_perf_events() == 0 ? "yes" : "no");
+	fprintf(f, "task_work completion (6.18):      %s\n",
+		features__has_task_work() ? "yes" : "no (stacks cut by a fault stay marked)");
 	fprintf(f, "possible CPUs:                    %d\n", features__nr_cpus());
 	fprintf(f, "perf_event_max_sample_rate:       %ld\n", features__max_sample_rate());
 	fprintf(f, "perf_event_max_stack:             %ld\n", features__max_stack());

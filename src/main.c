@@ -75,6 +75,8 @@ static void fill_sampler_opts(const struct opts *o, struct stream *stream,
 		.user_stacks = !o->kernel_only,
 		.kernel_stacks = !o->user_only,
 		.max_depth = o->max_depth,
+		.irq_depth = o->irq_depth,
+		.completion = !o->no_completion,
 		.map_entries = o->map_entries,
 		.stack_entries = o->stack_entries,
 		.stack_id_bits = o->stack_id_bits,
@@ -214,6 +216,8 @@ static int run(const struct opts *o, FILE *out)
 	err = sampler__stop(s);
 	if (!err)
 		err = close_rings(s, stream);
+	if (!err)
+		err = stream__finish(stream);
 	symbolizer__refresh(sym);
 	if (!err)
 		err = sampler__stats(s, &st);

@@ -23,6 +23,8 @@ enum {
 	OPT_MODE,
 	OPT_FORMAT,
 	OPT_READER_DELAY,
+	OPT_IRQ_DEPTH,
+	OPT_NO_COMPLETION,
 };
 
 static const struct option long_opts[] = {
@@ -44,6 +46,8 @@ static const struct option long_opts[] = {
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "debug-reader-delay", required_argument, NULL, OPT_READER_DELAY },
+	{ "interrupt-depth", required_argument, NULL, OPT_IRQ_DEPTH },
+	{ "no-completion", no_argument, NULL, OPT_NO_COMPLETION },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -82,6 +86,11 @@ void opts__usage(FILE *f)
 "                           pid, tid and comm (implies --mode stream)\n"
 "      --max-stack-depth N  user frames per stack, 1..%d (default %d); kernel\n"
 "                           stacks stop at 127\n"
+"      --interrupt-depth N  user frames walked in the sampling interrupt; the\n"
+"                           rest is walked when the thread returns to user\n"
+"                           space (default: all of --max-stack-depth)\n"
+"      --no-completion      never finish user stacks at return to user space:\n"
+"                           a walk cut by a fault stays cut, and marked\n"
 "      --mode MODE          aggregate: count stacks in the kernel; stream: send\n"
 "                           every sample through per-CPU rings (default:\n"
 "                           aggregate, see docs/design.md)\n"
@@ -272,6 +281,14 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 			return bad("--ring-size", arg,
 				   "give a power of 2 from 4K to 1G bytes, e.g. 1M");
 		o->ring_size = v;
+		break;
+	case OPT_IRQ_DEPTH:
+		if (parse_uint(arg, ULONG_MAX, &v) || v == 0 || v > BPFS_MAX_DEPTH_OPT)
+			return bad("--interrupt-depth", arg, "give a number of frames from 1 to 1024");
+		o->irq_depth = v;
+		break;
+	case OPT_NO_COMPLETION:
+		o->no_completion = true;
 		break;
 	case OPT_READER_DELAY:
 		if (parse_uint(arg, 60000, &v))

@@ -257,7 +257,7 @@ static const char *const stat_names[BPFS_STAT_NR] = {
 	[BPFS_STAT_USTACK_ERR] = "user stack unreadable",
 	[BPFS_STAT_KSTACK_ERR] = "kernel stack unreadable",
 	[BPFS_STAT_USTACK_TRUNC] = "user stack cut at --max-stack-depth",
-	[BPFS_STAT_KSTACK_TRUNC] = "kernel stack cut at --max-stack-depth",
+	[BPFS_STAT_KSTACK_TRUNC] = "kernel stack cut at 127 frames",
 	[BPFS_STAT_RECS_UNSENT] = "records not sent (ring full)",
 	[BPFS_STAT_STACK_RECS_LOST] = "of them stack records (read from the map instead)",
 	[BPFS_STAT_NOTIFY_LOST] = "new-process notifications dropped",
@@ -300,7 +300,8 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 			"(raise --map-entries)\n", v[BPFS_STAT_SPILLED]);
 	fprintf(f, "  kept %" PRIu64 " in %" PRIu64 " process%s, %" PRIu64 " distinct stacks, %zu "
 		"folded lines; idle %" PRIu64 ", not selected %" PRIu64 "\n",
-		v[BPFS_STAT_KEPT] + v[BPFS_STAT_SPILLED] + v[BPFS_STAT_STREAMED], rs->processes, rs->processes == 1 ? "" : "es", rs->stacks,
+		v[BPFS_STAT_KEPT] + v[BPFS_STAT_SPILLED] + v[BPFS_STAT_STREAMED] + v[BPFS_STAT_DEFERRED],
+		rs->processes, rs->processes == 1 ? "" : "es", rs->stacks,
 		nr_lines, v[BPFS_STAT_IDLE], v[BPFS_STAT_FILTERED]);
 	if (rs->lost)
 		print_group(f, "lost:", st, BPFS_STAT_LOST_COUNTS_FULL, BPFS_STAT_LOST_RING_FULL);
@@ -313,6 +314,11 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 			" missing by sequence number%s\n",
 			v[BPFS_STAT_RECS_UNSENT], ss->gaps,
 			ss->gaps == v[BPFS_STAT_RECS_UNSENT] ? "" : " (mismatch!)");
+	if (ss->completions || ss->never_completed || v[BPFS_STAT_COMPLETION_ERR])
+		fprintf(f, "  completions: %" PRIu64 " user stacks walked at return to user space "
+			"finished %" PRIu64 " samples; %" PRIu64 " samples never finished, %" PRIu64
+			" completions failed\n", ss->completions, ss->completed, ss->never_completed,
+			v[BPFS_STAT_COMPLETION_ERR]);
 	if (ss->malformed || ss->conflicting_stacks)
 		fprintf(f, "  rings: %" PRIu64 " malformed records, %" PRIu64
 			" conflicting stack records\n", ss->malformed, ss->conflicting_stacks);

@@ -17,6 +17,9 @@
 
 _Static_assert(BPFS_MAX_DEPTH_OPT == BPFS_MAX_USER_DEPTH, "opts.h and the ABI disagree");
 
+/* Threads that can wait for a completion at once (LRU: ~10 KiB each). */
+#define COMPLETION_ENTRIES 256
+
 /* Children of a profiled command are added to `filter` as they fork. */
 #define FOLLOW_FILTER_ENTRIES 65536
 
@@ -54,6 +57,8 @@ static int configure(struct sampler *s)
 	skel->rodata->collect_user = o->user_stacks;
 	skel->rodata->collect_kernel = o->kernel_stacks;
 	skel->rodata->max_depth = o->max_depth;
+	skel->rodata->irq_depth = o->irq_depth ? o->irq_depth : o->max_depth;
+	skel->rodata->use_task_work = o->completion && features__has_task_work();
 	if (o->stack_id_bits && o->stack_id_bits < 64)
 		skel->rodata->stack_id_mask = (1ULL << o->stack_id_bits) - 1;
 
@@ -68,6 +73,9 @@ static int configure(struct sampler *s)
 		err = bpf_map__set_max_entries(skel->maps.filter, filter_entries);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.rings, s->nr_rings);
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.completions,
+					       skel->rodata->use_task_work ? COMPLETION_ENTRIES : 1);
 	/* The first ring is the template of the inner map (its size). */
 	if (!err)
 		err = bpf_map__set_inner_map_fd(skel->maps.rings, s->ring_fds[0]);

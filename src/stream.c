@@ -6,6 +6,12 @@
 #include "hashmap.h"
 #include "stream.h"
 
+/* Samples of one thread waiting for its completion record. */
+struct pending_list {
+	struct bpfs_rec_sample *v;
+	size_t nr, cap;
+};
+
 /* Per-CPU sequence tracking; CPUs are few, so a small growable array. */
 struct cpu_seq {
 	uint64_t last; /* 0: nothing seen yet */
@@ -20,6 +26,7 @@ struct stream {
 	size_t nr_cpus;
 	struct bpfs_rec_sample *samples;
 	size_t nr_samples, cap_samples;
+	struct hashmap *pending; /* tid -> struct pending_list * */
 	struct stream_stats stats;
 };
 
@@ -44,7 +51,8 @@ int stream__new(const struct stream_opts *o, struct stream **out)
 	st->segments = hashmap__new(hashmap__hash_int, hashmap__equal_int);
 	st->counts = hashmap__new(hash_key, equal_key);
 	st->comms = hashmap__new(hashmap__hash_int, hashmap__equal_int);
-	if (!st->segments || !st->counts || !st->comms) {
+	st->pending = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	if (!st->segments || !st->counts || !st->comms || !st->pending) {
 		stream__free(st);
 		return -ENOMEM;
 	}
@@ -70,6 +78,11 @@ void stream__free(struct stream *st)
 	hashmap__free(st->segments);
 	hashmap__free(st->counts);
 	hashmap__free(st->comms);
+	for (size_t i = 0; st->pending && hashmap__next(st->pending, &i, NULL, &val);) {
+		free(((struct pending_list *)val)->v);
+		free(val);
+	}
+	hashmap__free(st->pending);
 	free(st->cpus);
 	free(st->samples);
 	free(st);
@@ -178,6 +191,90 @@ static int keep_sample(struct stream *st, const struct bpfs_rec_sample *r)
 	return 0;
 }
 
+static int take_sample(struct stream *st, const struct bpfs_rec_sample *r)
+{
+	int err = count(st, r);
+
+	if (!err && st->opts.keep_samples)
+		err = keep_sample(st, r);
+	return err;
+}
+
+static int defer_sample(struct stream *st, const struct bpfs_rec_sample *r)
+{
+	void *key = (void *)(uintptr_t)(r->tid + 1UL);
+	struct pending_list *pl = hashmap__find(st->pending, key);
+
+	if (!pl) {
+		pl = calloc(1, sizeof(*pl));
+		if (!pl || hashmap__set(st->pending, key, pl, NULL)) {
+			free(pl);
+			return -ENOMEM;
+		}
+	}
+	if (pl->nr == pl->cap) {
+		size_t cap = pl->cap ? pl->cap * 2 : 8;
+		struct bpfs_rec_sample *nv = realloc(pl->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		pl->v = nv;
+		pl->cap = cap;
+	}
+	pl->v[pl->nr++] = *r;
+	return 0;
+}
+
+/* A thread's whole user stack, walked at its return to user space: it
+ * completes every sample of the thread taken before it still waiting. */
+static int handle_complete(struct stream *st, const struct bpfs_rec_complete *c)
+{
+	struct pending_list *pl = hashmap__find(st->pending, (void *)(uintptr_t)(c->tid + 1UL));
+	size_t kept = 0;
+	int err = 0;
+
+	st->stats.completions++;
+	if (!pl)
+		return 0;
+	for (size_t i = 0; i < pl->nr; i++) {
+		struct bpfs_rec_sample r = pl->v[i];
+
+		if (r.time_ns > c->time_ns) {
+			pl->v[kept++] = r; /* taken after this walk: the next one */
+			continue;
+		}
+		r.flags &= ~BPFS_F_USTACK_PENDING;
+		if (c->ustack_id)
+			r.ustack_id = c->ustack_id;
+		r.flags |= c->ustack_id ? c->flags : BPFS_F_USTACK_ERR;
+		st->stats.completed++;
+		if (!err)
+			err = take_sample(st, &r);
+	}
+	pl->nr = kept;
+	return err;
+}
+
+int stream__finish(struct stream *st)
+{
+	void *val;
+	int err = 0;
+
+	for (size_t i = 0; hashmap__next(st->pending, &i, NULL, &val);) {
+		struct pending_list *pl = val;
+
+		for (size_t k = 0; k < pl->nr && !err; k++) {
+			struct bpfs_rec_sample r = pl->v[k];
+
+			r.flags = (r.flags & ~BPFS_F_USTACK_PENDING) | BPFS_F_USTACK_ERR;
+			st->stats.never_completed++;
+			err = take_sample(st, &r);
+		}
+		pl->nr = 0;
+	}
+	return err;
+}
+
 static int handle_stack(struct stream *st, const struct bpfs_rec_stack *r)
 {
 	struct bpfs_stack *known, *seg;
@@ -217,6 +314,8 @@ static size_t min_size(uint32_t type)
 		return sizeof(struct bpfs_rec_sample);
 	case BPFS_REC_STACK:
 		return sizeof(struct bpfs_rec_stack);
+	case BPFS_REC_COMPLETE:
+		return sizeof(struct bpfs_rec_complete);
 	default:
 		return SIZE_MAX;
 	}
@@ -247,13 +346,14 @@ int stream__handle(struct stream *st, const void *data, size_t size)
 
 		st->stats.samples++;
 		note_process(st, r->pid, r->comm);
-		err = count(st, r);
-		if (!err && st->opts.keep_samples)
-			err = keep_sample(st, r);
-		return err;
+		if (r->flags & BPFS_F_USTACK_PENDING)
+			return defer_sample(st, r);
+		return take_sample(st, r);
 	}
 	case BPFS_REC_STACK:
 		return handle_stack(st, data);
+	case BPFS_REC_COMPLETE:
+		return handle_complete(st, data);
 	}
 	return 0;
 }

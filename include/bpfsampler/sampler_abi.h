@@ -38,6 +38,8 @@ enum bpfs_stat {
 	BPFS_STAT_KEPT,		     /* counted in the `counts` map */
 	BPFS_STAT_SPILLED,	     /* `counts` full: sent as a sample record */
 	BPFS_STAT_STREAMED,	     /* sent as a sample record (stream mode) */
+	BPFS_STAT_DEFERRED,	     /* sent as a record whose user stack is
+				      * completed at return to user space */
 	BPFS_STAT_IDLE,		     /* pid 0 with idle excluded */
 	BPFS_STAT_FILTERED,	     /* outside -p/-t/command */
 	BPFS_STAT_LOST_COUNTS_FULL,  /* `counts` full and the ring too */
@@ -50,6 +52,8 @@ enum bpfs_stat {
 	BPFS_STAT_KSTACK_ERR,	     /* kernel stack unreadable */
 	BPFS_STAT_USTACK_TRUNC,	     /* user stack hit --max-stack-depth */
 	BPFS_STAT_KSTACK_TRUNC,	     /* kernel stack hit 127 frames */
+	BPFS_STAT_COMPLETIONS,	     /* user stacks walked at return to user space */
+	BPFS_STAT_COMPLETION_ERR,    /* completion could not be scheduled or run */
 	/* Records. Every record a CPU could not reserve is a gap in its seq. */
 	BPFS_STAT_RECS_UNSENT,	     /* records of any type not reserved */
 	BPFS_STAT_STACK_RECS_LOST,   /* of which stack records (kept in `stacks`) */
@@ -65,6 +69,9 @@ enum bpfs_sample_flags {
 	BPFS_F_USTACK_TRUNC = 1 << 2,
 	BPFS_F_KSTACK_TRUNC = 1 << 3,
 	BPFS_F_KTHREAD = 1 << 4, /* no user address space */
+	/* The interrupt-time walk stopped early (fault or --interrupt-depth);
+	 * a completion record for this thread brings the whole user stack. */
+	BPFS_F_USTACK_PENDING = 1 << 5,
 };
 
 /* What -p/-t/-- command select; the `filter` map holds the ids. */
@@ -104,6 +111,8 @@ enum bpfs_rec_type {
 	BPFS_REC_NEW_KEY = 1, /* first sample of a (pid, tid, comm, stacks) key */
 	BPFS_REC_SAMPLE = 2,  /* the partial record: one sample */
 	BPFS_REC_STACK = 3,   /* the continuation: one new stack segment */
+	BPFS_REC_COMPLETE = 4, /* a thread's whole user stack, walked at return
+				* to user space: completes its pending samples */
 };
 
 struct bpfs_rec_hdr {
@@ -130,6 +139,16 @@ struct bpfs_rec_sample {
 	__u32 event;
 	__u32 flags; /* enum bpfs_sample_flags */
 	char comm[BPFS_COMM_LEN];
+};
+
+struct bpfs_rec_complete {
+	struct bpfs_rec_hdr hdr; /* BPFS_REC_COMPLETE */
+	__u64 time_ns;		 /* when the walk ran: after its samples */
+	__u64 ustack_id;	 /* 0: the walk failed too */
+	__u32 pid;
+	__u32 tid;
+	__u32 flags; /* BPFS_F_USTACK_TRUNC / _ERR of the completed walk */
+	__u32 pad;
 };
 
 struct bpfs_rec_stack {

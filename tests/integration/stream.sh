@@ -56,3 +56,22 @@ while read -r tid cpu; do
 	within "thread $tid: samples match its CPU time ($cpu s)" "$n" "$exp" "$tol"
 done <"$TMP/truth"
 [ -s "$TMP/truth" ] || fail "threads reported their CPU time"
+
+# Completion at return to user space (Linux 6.18 task_work): with only 50
+# frames walked in the interrupt, the rest comes from the thread's own
+# context, and the 1000-deep chain is still whole.
+if ! "$BPFS" --version -v | grep -q "task_work completion (6.18): *yes"; then
+	skip "completion at return to user space" "this kernel has no bpf_task_work_schedule_resume (Linux 6.18+)"
+else
+	profile "$TMP/late.folded" -F 4000 --interrupt-depth 50 -- "$W/recurse" 1000 2 ||
+		fail "completion run" "$(cat "$TMP/late.folded.err")"
+	leaf=$(samples_with "$TMP/late.folded" recurse_leaf)
+	whole=$(samples_matching "$TMP/late.folded" ';main;run_recurse;(recurse;){1000}recurse_leaf(;|$)')
+	done_n=$(grep -oE 'finished [0-9]+ samples' "$TMP/late.folded.err" | grep -oE '[0-9]+')
+	r=$(ratio "$whole" "$leaf")
+	if [ "$leaf" -gt 3000 ] && awk -v r="$r" 'BEGIN { exit !(r >= 0.99) }' && [ "${done_n:-0}" -gt 3000 ]; then
+		pass "completion: 50 frames in the interrupt, whole 1000-deep chain in $r ($done_n completed)"
+	else
+		fail "completion: whole 1000-deep chain" "ratio $r of $leaf, completed ${done_n:-0}: $(tail -3 "$TMP/late.folded.err")"
+	fi
+fi
