@@ -455,14 +455,23 @@ static __always_inline long walk_step(struct walk *w, bool sleepable)
 	return 0;
 }
 
+/* Several frames per callback, as for hashing: fewer bpf_loop calls. */
+#define WALK_PER_CALL 4
+
 static long walk_frame(__u64 i, void *data)
 {
-	return walk_step(data, false);
+	for (int k = 0; k < WALK_PER_CALL; k++)
+		if (walk_step(data, false))
+			return 1;
+	return 0;
 }
 
 static long walk_frame_sleepable(__u64 i, void *data)
 {
-	return walk_step(data, true);
+	for (int k = 0; k < WALK_PER_CALL; k++)
+		if (walk_step(data, true))
+			return 1;
+	return 0;
 }
 
 struct cut {
@@ -569,7 +578,7 @@ static int complete_walk(struct bpf_map *map, void *key, void *value)
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	walk_from(&cw->st, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, bp),
 		  BPF_CORE_READ(regs, sp), max_depth);
-	bpf_loop(BPFS_MAX_USER_DEPTH, walk_frame_sleepable, &w, 0);
+	bpf_loop(BPFS_MAX_USER_DEPTH / WALK_PER_CALL, walk_frame_sleepable, &w, 0);
 	ring = this_ring();
 	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_COMPLETE);
 	if (!rec) {
@@ -638,7 +647,7 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 		walk_from(st, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, bp),
 			  BPF_CORE_READ(regs, sp), use_task_work ? irq_depth : max_depth);
 	}
-	bpf_loop(BPFS_MAX_USER_DEPTH, walk_frame, &w, 0);
+	bpf_loop(BPFS_MAX_USER_DEPTH / WALK_PER_CALL, walk_frame, &w, 0);
 	if (use_task_work && (st->fault || st->limited) &&
 	    schedule_completion(bpf_get_current_task_btf(), key->pid, key->tid)) {
 		*flags |= BPFS_F_USTACK_PENDING;
