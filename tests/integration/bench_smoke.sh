@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The benchmark's code path, briefly (bpfsampler only): it must run and fill
+# its table. Times are printed, never asserted on.
+source "$(dirname "$0")/lib.sh"
+require_root bench_smoke
+
+"$ROOT/tools/bench/bench" --smoke >"$TMP/table" 2>"$TMP/err"
+rc=$?
+row=$(grep '^| bpfsampler | 4000 Hz' "$TMP/table")
+cells=$(awk -F'|' '{ print NF - 2 }' <<<"$row")
+if [ $rc -eq 0 ] && [ "$cells" = 14 ] && ! grep -q 'n/a' <<<"$row"; then
+	pass "bench --smoke fills every column for bpfsampler"
+else
+	fail "bench --smoke fills every column for bpfsampler" "exit $rc: $row $(tail -3 "$TMP/err")"
+fi
