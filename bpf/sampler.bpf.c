@@ -43,10 +43,18 @@ const volatile __u64 stack_id_mask = ~0ULL;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, BPFS_STAT_NR);
+	__uint(max_entries, BPFS_MAX_EVENTS * BPFS_STAT_NR);
 	__type(key, __u32);
 	__type(value, __u64);
 } stats SEC(".maps");
+
+/* The event of the sample this CPU is handling, for stat_inc. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cur_event SEC(".maps");
 
 /* Sized by the loader (--map-entries, --stack-entries). Preallocated: a
  * BPF_F_NO_PREALLOC map allocates from per-CPU caches refilled by irq_work,
@@ -65,6 +73,21 @@ struct {
 	__type(key, __u64);
 	__type(value, struct bpfs_stack);
 } stacks SEC(".maps");
+
+/* (pid, comm) pairs already announced to the loader: the first sample of a
+ * process, or of its new image after an exec, sends a NEW_KEY record with a
+ * wake-up, so that its maps are read while it lives. */
+struct seen_key {
+	__u32 pid;
+	char comm[BPFS_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct seen_key);
+	__type(value, __u8);
+} seen SEC(".maps");
 
 /* The tgids or tids selected by -p/-t/-- command. */
 struct {
@@ -141,16 +164,21 @@ struct {
 	__type(value, struct uwin);
 } uwindow SEC(".maps");
 
+/* A sample bucket of the current sample's event. */
 static __always_inline void stat_inc(__u32 which)
 {
-	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+	__u32 zero = 0, *ev = bpf_map_lookup_elem(&cur_event, &zero), key;
+	__u64 *v;
 
+	key = (ev && *ev < BPFS_MAX_EVENTS ? *ev : 0) * BPFS_STAT_NR + which;
+	v = bpf_map_lookup_elem(&stats, &key);
 	if (v)
 		*v += 1; /* per-CPU slot: no atomics needed */
 }
 
-/* For code that an interrupt on the same CPU can interrupt. */
-static __always_inline void stat_inc_atomic(__u32 which)
+/* A counter that is not about one sample (records, completions), kept under
+ * event 0, from code that an interrupt on the same CPU can interrupt. */
+static __always_inline void stat_inc_global(__u32 which)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &which);
 
@@ -181,7 +209,7 @@ static __always_inline void *rec_reserve(void *ring, __u32 size, __u32 type)
 	s = __sync_fetch_and_add(seq, 1) + 1;
 	hdr = bpf_ringbuf_reserve(ring, size, 0);
 	if (!hdr) {
-		stat_inc_atomic(BPFS_STAT_RECS_UNSENT);
+		stat_inc_global(BPFS_STAT_RECS_UNSENT);
 		return NULL;
 	}
 	hdr->type = type;
@@ -292,7 +320,7 @@ static __always_inline void send_segment(__u64 id, const struct bpfs_stack *s)
 
 	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_STACK);
 	if (!rec) {
-		stat_inc_atomic(BPFS_STAT_STACK_RECS_LOST);
+		stat_inc_global(BPFS_STAT_STACK_RECS_LOST);
 		return;
 	}
 	rec->id = id;
@@ -309,7 +337,18 @@ static __always_inline void send_segment(__u64 id, const struct bpfs_stack *s)
  * (unlike a STACK_TRACE map with BPF_F_REUSE_STACKID/FAST_STACK_CMP, or one
  * that drops on -EEXIST).
  */
-static __always_inline __u64 store_segment(const struct bpfs_stack *s, __u64 seed)
+static __always_inline void seg_loss(__u32 which, bool in_sample)
+{
+	/* In a completion the sample is already counted (deferred): a failed
+	 * store is a failed completion, not a lost sample. */
+	if (in_sample)
+		stat_inc(which);
+	else
+		stat_inc_global(BPFS_STAT_COMPLETION_ERR);
+}
+
+static __always_inline __u64 store_segment(const struct bpfs_stack *s, __u64 seed,
+					   bool in_sample)
 {
 	__u64 id = seg_hash(s, seed) & stack_id_mask;
 
@@ -328,11 +367,11 @@ static __always_inline __u64 store_segment(const struct bpfs_stack *s, __u64 see
 				return id;
 			}
 			if (err == -EBUSY) {
-				stat_inc_atomic(BPFS_STAT_LOST_BUSY);
+				seg_loss(BPFS_STAT_LOST_BUSY, in_sample);
 				return 0;
 			}
 			if (err != -EEXIST) {
-				stat_inc_atomic(BPFS_STAT_LOST_STACKS_FULL);
+				seg_loss(BPFS_STAT_LOST_STACKS_FULL, in_sample);
 				return 0;
 			}
 			/* Another CPU inserted this id just now: compare. */
@@ -344,7 +383,7 @@ static __always_inline __u64 store_segment(const struct bpfs_stack *s, __u64 see
 			return id;
 		id = mix64(id + 0x9e3779b97f4a7c15ULL) & stack_id_mask;
 	}
-	stat_inc_atomic(BPFS_STAT_LOST_COLLISION);
+	seg_loss(BPFS_STAT_LOST_COLLISION, in_sample);
 	return 0;
 }
 
@@ -368,7 +407,7 @@ static __always_inline bool take_kernel_stack(void *ctx, struct bpfs_stack *s, _
 		stat_inc(BPFS_STAT_KSTACK_TRUNC);
 		*flags |= BPFS_F_KSTACK_TRUNC;
 	}
-	*id = store_segment(s, 0x6b);
+	*id = store_segment(s, 0x6b, true);
 	return *id != 0;
 }
 
@@ -478,6 +517,7 @@ struct cut {
 	struct ustack *st;
 	struct bpfs_stack *seg;
 	__u32 nr;    /* frames walked */
+	bool in_sample;
 	__u64 id;    /* last segment stored; 0 when storing failed */
 };
 
@@ -500,15 +540,15 @@ static long cut_segment(__u64 j, void *data)
 	/* one helper call instead of a copy loop the verifier walks 127 times */
 	bpf_probe_read_kernel(c->seg->ips, (len & 0x7f) * sizeof(__u64),
 			      &c->st->ips[start & (BPFS_MAX_USER_DEPTH - 1)]);
-	c->id = store_segment(c->seg, 0x75);
+	c->id = store_segment(c->seg, 0x75, c->in_sample);
 	return c->id ? 0 : 1;
 }
 
 /* Cuts the walk in st into segments and stores them; the leaf segment's
  * id, or 0 when one could not be stored (counted). */
-static __always_inline __u64 store_walk(struct ustack *st, struct bpfs_stack *seg)
+static __always_inline __u64 store_walk(struct ustack *st, struct bpfs_stack *seg, bool in_sample)
 {
-	struct cut c = { .st = st, .seg = seg, .nr = st->nr };
+	struct cut c = { .st = st, .seg = seg, .nr = st->nr, .in_sample = in_sample };
 
 	bpf_loop(BPFS_MAX_USER_DEPTH / BPFS_SEG_FRAMES + 1, cut_segment, &c, 0);
 	return c.id;
@@ -582,17 +622,17 @@ static int complete_walk(struct bpf_map *map, void *key, void *value)
 	ring = this_ring();
 	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_COMPLETE);
 	if (!rec) {
-		stat_inc_atomic(BPFS_STAT_COMPLETION_ERR);
+		stat_inc_global(BPFS_STAT_COMPLETION_ERR);
 		return 0;
 	}
-	rec->ustack_id = store_walk(&cw->st, &cw->seg);
+	rec->ustack_id = store_walk(&cw->st, &cw->seg, false);
 	rec->time_ns = bpf_ktime_get_ns();
 	rec->pid = cw->pid;
 	rec->tid = cw->tid;
 	rec->flags = (cw->st.fault ? BPFS_F_USTACK_ERR : 0) |
 		     (cw->st.nr >= max_depth ? BPFS_F_USTACK_TRUNC : 0);
 	rec_submit(ring, rec);
-	stat_inc_atomic(BPFS_STAT_COMPLETIONS);
+	stat_inc_global(BPFS_STAT_COMPLETIONS);
 	return 0;
 }
 
@@ -661,7 +701,7 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 			*flags |= BPFS_F_USTACK_TRUNC;
 		}
 	}
-	key->ustack_id = store_walk(st, seg);
+	key->ustack_id = store_walk(st, seg, true);
 	return key->ustack_id != 0;
 }
 
@@ -697,20 +737,31 @@ static __always_inline bool send_sample(const struct bpfs_count_key *key, __u64 
 	return true;
 }
 
-static __always_inline void notify_new_key(const struct bpfs_count_key *key)
+static __always_inline void announce_process(const struct bpfs_count_key *key)
 {
-	void *ring = this_ring();
+	struct seen_key sk = { .pid = key->pid };
 	struct bpfs_rec_new_key *rec;
+	struct task_struct *task;
+	void *ring;
+	__u8 one = 1;
 
+	__builtin_memcpy(sk.comm, key->comm, sizeof(sk.comm));
+	if (bpf_map_lookup_elem(&seen, &sk))
+		return;
+	bpf_map_update_elem(&seen, &sk, &one, BPF_ANY);
+	ring = this_ring();
 	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_NEW_KEY);
 	if (!rec) {
-		stat_inc(BPFS_STAT_NOTIFY_LOST);
+		stat_inc_global(BPFS_STAT_NOTIFY_LOST);
 		return;
 	}
+	task = bpf_get_current_task_btf();
 	rec->pid = key->pid;
 	rec->tid = key->tid;
+	rec->ppid = BPF_CORE_READ(task, real_parent, tgid);
 	__builtin_memcpy(rec->comm, key->comm, sizeof(rec->comm));
-	rec_submit(ring, rec);
+	/* wake the loader now: a process may live only milliseconds */
+	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
 }
 
 static __always_inline bool add_count(struct bpfs_count_val *val, __u64 period)
@@ -734,7 +785,6 @@ static __always_inline void count_sample(const struct bpfs_count_key *key, __u64
 	err = bpf_map_update_elem(&counts, key, &init, BPF_NOEXIST);
 	if (!err) {
 		stat_inc(BPFS_STAT_KEPT);
-		notify_new_key(key);
 		return;
 	}
 	if (err == -EEXIST) {
@@ -756,8 +806,11 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	struct bpfs_count_key key = {};
 	struct task_struct *task;
 	struct bpfs_stack *seg;
-	__u32 zero = 0;
+	__u32 zero = 0, *ev;
 
+	ev = bpf_map_lookup_elem(&cur_event, &zero);
+	if (ev)
+		*ev = bpf_get_attach_cookie(ctx);
 	stat_inc(BPFS_STAT_TAKEN);
 	if (tid == 0 && !include_idle) {
 		stat_inc(BPFS_STAT_IDLE);
@@ -773,8 +826,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	key.pid = pid;
 	key.tid = tid;
-	key.event = bpf_get_attach_cookie(ctx);
+	key.event = ev ? *ev : 0;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	announce_process(&key);
 
 	/* Interrupted in user mode there is no kernel stack: skip the helper,
 	 * which costs ~250 ns even when it finds nothing. */
@@ -818,6 +872,6 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (ppid == cpid || !bpf_map_lookup_elem(&filter, &ppid))
 		return 0;
 	if (bpf_map_update_elem(&filter, &cpid, &one, BPF_ANY))
-		stat_inc(BPFS_STAT_FOLLOW_FULL);
+		stat_inc_global(BPFS_STAT_FOLLOW_FULL);
 	return 0;
 }

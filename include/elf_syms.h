@@ -7,6 +7,7 @@
 #ifndef BPFSAMPLER_ELF_SYMS_H
 #define BPFSAMPLER_ELF_SYMS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,5 +31,11 @@ int symtab__off_to_vaddr(const struct symtab *st, uint64_t off, uint64_t *vaddr)
 /* Lowercase hex of NT_GNU_BUILD_ID, or NULL when the file has none. */
 const char *symtab__build_id(const struct symtab *st);
 size_t symtab__nr_syms(const struct symtab *st);
+/* Whether the file has a .symtab with functions (not stripped). */
+bool symtab__has_symtab(const struct symtab *st);
+/* The .gnu_debuglink file name and its CRC32, or NULL. */
+const char *symtab__debuglink(const struct symtab *st, uint32_t *crc);
+/* Takes orig's PT_LOAD layout for debug (a separate debug file of orig). */
+int symtab__adopt_layout(struct symtab *debug, const struct symtab *orig);
 
 #endif

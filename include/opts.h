@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "events.h"
+
 #define OPTS_DEFAULT_FREQ 4000
 #define OPTS_MAX_FREQ 100000 /* the kernel's hrtimer floor: 10 us */
 #define OPTS_DEFAULT_MAP_ENTRIES 65536
@@ -33,6 +35,11 @@ struct int_list {
 	size_t nr;
 };
 
+struct str_list {
+	char **v;
+	size_t nr;
+};
+
 struct opts {
 	unsigned int freq;	 /* Hz */
 	double duration;	 /* seconds; 0: until Ctrl-C or the command exits */
@@ -44,6 +51,11 @@ struct opts {
 	bool include_idle;	 /* -I */
 	bool annotate;		 /* --annotate: kernel frames get _[k] */
 	const char *output;	 /* -o; NULL: stdout */
+	struct str_list debug_dirs; /* --debug-dir, repeatable */
+	struct str_list event_specs; /* -e, repeatable */
+	struct event_list events; /* parsed from event_specs, or cpu-clock */
+	unsigned long period;	 /* -c: events per sample (0: use -F) */
+	bool weight_period;	 /* --weight period */
 	unsigned int max_depth;	 /* --max-stack-depth */
 	unsigned int irq_depth;	 /* --interrupt-depth; 0: the default */
 	bool no_completion;	 /* --no-completion */

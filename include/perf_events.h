@@ -8,6 +8,7 @@
 
 struct perf_event_attr;
 struct int_list;
+struct event_list;
 
 /*
  * The cpu-clock timer at freq Hz. A fixed period (1e9/freq ns), not
@@ -21,20 +22,26 @@ double perf_events__effective_rate(const struct perf_event_attr *attr);
 
 struct perf_events;
 
-/* Opens attr, disabled, on every CPU of cpus (NULL or empty: every online
- * CPU). Returns 0 or -errno with a message printed. */
-int perf_events__open(const struct perf_event_attr *attr, const struct int_list *cpus,
+/* Opens every event of evs, disabled, on every CPU of cpus (NULL or empty:
+ * every online CPU). Returns 0, -ENODEV when an event cannot be sampled on
+ * this machine (message printed: the event and what to use instead), or
+ * -errno with a message printed. */
+int perf_events__open(const struct event_list *evs, const struct int_list *cpus,
 		      struct perf_events **out);
 int perf_events__nr(const struct perf_events *pe);
 int perf_events__cpu(const struct perf_events *pe, int i);
+/* Index in evs of the event of fd i. */
+int perf_events__event(const struct perf_events *pe, int i);
+/* Summed over CPUs for event ev: time enabled and time running (less when
+ * the PMU multiplexes more events than it has counters), in ns. */
+void perf_events__times(const struct perf_events *pe, int ev, uint64_t *enabled,
+			uint64_t *running);
 int perf_events__fd(const struct perf_events *pe, int i);
 /* The BPF link took ownership of event i's fd: perf_events__free() must
  * not close it, and the link closes it when destroyed. */
 void perf_events__hand_over(struct perf_events *pe, int i);
 int perf_events__enable(struct perf_events *pe);
 int perf_events__disable(struct perf_events *pe);
-/* Sum over CPUs of the time the events were enabled, in ns. */
-uint64_t perf_events__time_enabled(const struct perf_events *pe);
 void perf_events__free(struct perf_events *pe);
 
 #endif

@@ -16,6 +16,7 @@
 #include "bpfsampler/sampler_abi.h"
 
 struct int_list;
+struct event_list;
 
 /* Every record of every CPU's ring, as it is drained. */
 typedef int (*sampler_record_fn)(void *ctx, const void *data, size_t size);
@@ -24,7 +25,7 @@ typedef int (*sampler_count_fn)(void *ctx, const struct bpfs_count_key *key,
 
 struct sampler_opts {
 	enum bpfs_mode mode;
-	unsigned int freq;
+	const struct event_list *events; /* what to sample on (-e) */
 	const struct int_list *cpus;	 /* NULL/empty: every online CPU */
 	enum bpfs_filter_mode filter_mode;
 	const struct int_list *filter_ids; /* tgids or tids */
@@ -44,12 +45,22 @@ struct sampler_opts {
 	void *ctx;
 };
 
-struct sampler_stats {
-	uint64_t stat[BPFS_STAT_NR]; /* summed over CPUs */
+struct sampler_event_stats {
+	uint64_t stat[BPFS_STAT_NR]; /* this event's sample buckets */
 	uint64_t enabled_ns;	     /* summed over CPUs */
-	uint64_t expected;	     /* enabled time x rate */
-	double rate;		     /* effective Hz per CPU */
+	uint64_t running_ns;	     /* less than enabled when multiplexed */
+	uint64_t expected;	     /* timers: enabled time x rate, else 0 */
+	double rate;		     /* timers: Hz per CPU, else 0 */
+};
+
+struct sampler_stats {
+	uint64_t stat[BPFS_STAT_NR]; /* summed over CPUs and events */
+	uint64_t enabled_ns;	     /* of the first event, summed over CPUs */
+	uint64_t expected;	     /* timers: enabled time x rate */
+	double rate;		     /* first event if a timer: Hz per CPU */
 	int nr_cpus;		     /* CPUs sampled */
+	int nr_events;
+	struct sampler_event_stats ev[BPFS_MAX_EVENTS];
 };
 
 struct sampler;

@@ -18,8 +18,9 @@
 
 struct stream;
 
-/* A process seen for the first time or with a new comm (a new key). */
-typedef void (*stream_process_fn)(void *ctx, uint32_t pid, const char *comm);
+/* A process seen for the first time or with a new comm (an exec); ppid is
+ * 0 when unknown. */
+typedef void (*stream_process_fn)(void *ctx, uint32_t pid, uint32_t ppid, const char *comm);
 /* Where segments missing from the stream are looked up (the BPF map).
  * Returns 0 and fills out, or -ENOENT. */
 typedef int (*stream_fallback_fn)(void *ctx, uint64_t id, struct bpfs_stack *out);
@@ -46,6 +47,8 @@ struct stream_stats {
 	uint64_t never_completed; /* pending samples left at the end */
 };
 
+/* The aggregation key of a sample record. */
+void stream__sample_key(const struct bpfs_rec_sample *r, struct bpfs_count_key *k);
 int stream__new(const struct stream_opts *o, struct stream **out);
 void stream__free(struct stream *st);
 /* One ring record (the ring_buffer callback). Returns 0 or -ENOMEM. */

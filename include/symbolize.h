@@ -9,6 +9,7 @@
 #define BPFSAMPLER_SYMBOLIZE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct symbolizer;
@@ -20,13 +21,20 @@ struct symbolizer_stats {
 	uint64_t kernel_named;
 	uint64_t processes;	/* processes whose mappings were read */
 	uint64_t files;		/* ELF files parsed */
+	uint64_t debug_files;	/* separate debug files used */
 };
 
-int symbolizer__new(struct symbolizer **out);
+struct symbolizer_opts {
+	const char *const *debug_dirs; /* --debug-dir roots, searched first */
+	size_t nr_debug_dirs;
+};
+
+int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out);
 void symbolizer__free(struct symbolizer *sym);
 /* A process was seen (again): read its mappings while it is alive. A new
- * comm means it exec'd: the mappings are read anew. */
-void symbolizer__note_process(struct symbolizer *sym, int pid, const char *comm);
+ * comm means it exec'd: the mappings are read anew. ppid (0: unknown) lends
+ * its mappings to a child forked without exec whose own could not be read. */
+void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, const char *comm);
 /* Re-reads the mappings of processes with new samples since their last read
  * (call every few hundred ms while sampling, and once at the end). */
 void symbolizer__refresh(struct symbolizer *sym);

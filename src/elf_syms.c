@@ -33,6 +33,9 @@ struct symtab {
 	size_t nsegs;
 	char *names;
 	char build_id[2 * 64 + 1];
+	char debuglink[256]; /* .gnu_debuglink file name, "" if none */
+	uint32_t debuglink_crc;
+	bool has_symtab;     /* a .symtab section with functions */
 };
 
 static int elf_init(void)
@@ -90,6 +93,38 @@ static void read_build_id(Elf *elf, struct symtab *st)
 	}
 }
 
+/* .gnu_debuglink: a file name, NUL, padding to 4, then its CRC32. */
+static void read_debuglink(Elf *elf, struct symtab *st)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		Elf_Data *data;
+		size_t len;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name || strcmp(name, ".gnu_debuglink"))
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data || data->d_size < 8)
+			return;
+		len = strnlen(data->d_buf, data->d_size);
+		if (len == 0 || len >= sizeof(st->debuglink) || ((len + 4) & ~3UL) + 4 > data->d_size)
+			return;
+		memcpy(st->debuglink, data->d_buf, len);
+		st->debuglink[len] = '\0';
+		memcpy(&st->debuglink_crc, (const char *)data->d_buf + ((len + 4) & ~3UL), 4);
+		return;
+	}
+}
+
 /* Counts (names == NULL) or collects the function symbols of one section. */
 static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct symtab *st,
 			   size_t *names_len)
@@ -112,6 +147,8 @@ static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct s
 		if (!name || !*name)
 			continue;
 		found++;
+		if (sh->sh_type == SHT_SYMTAB)
+			st->has_symtab = true;
 		if (!st->names) {
 			*names_len += strlen(name) + 1;
 			continue;
@@ -212,6 +249,7 @@ static int load_elf(Elf *elf, struct symtab **out)
 		return err;
 	}
 	read_build_id(elf, st);
+	read_debuglink(elf, st);
 	*out = st;
 	return 0;
 }
@@ -310,4 +348,34 @@ const char *symtab__build_id(const struct symtab *st)
 size_t symtab__nr_syms(const struct symtab *st)
 {
 	return st->nr;
+}
+
+bool symtab__has_symtab(const struct symtab *st)
+{
+	return st->has_symtab;
+}
+
+const char *symtab__debuglink(const struct symtab *st, uint32_t *crc)
+{
+	if (!st->debuglink[0])
+		return NULL;
+	if (crc)
+		*crc = st->debuglink_crc;
+	return st->debuglink;
+}
+
+int symtab__adopt_layout(struct symtab *debug, const struct symtab *orig)
+{
+	struct seg *segs;
+
+	/* A debug file's own program headers may be stripped of content;
+	 * the binary's are the truth for offsets. */
+	segs = calloc(orig->nsegs ? orig->nsegs : 1, sizeof(*segs));
+	if (!segs)
+		return -ENOMEM;
+	memcpy(segs, orig->segs, orig->nsegs * sizeof(*segs));
+	free(debug->segs);
+	debug->segs = segs;
+	debug->nsegs = orig->nsegs;
+	return 0;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "command.h"
+#include "events.h"
 #include "features.h"
 #include "folded.h"
 #include "log.h"
@@ -41,9 +42,9 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void on_process(void *ctx, uint32_t pid, const char *comm)
+static void on_process(void *ctx, uint32_t pid, uint32_t ppid, const char *comm)
 {
-	symbolizer__note_process(ctx, pid, comm);
+	symbolizer__note_process(ctx, pid, ppid, comm);
 }
 
 static int on_record(void *ctx, const void *data, size_t size)
@@ -63,7 +64,7 @@ static void fill_sampler_opts(const struct opts *o, struct stream *stream,
 {
 	*so = (struct sampler_opts){
 		.mode = pick_mode(o),
-		.freq = o->freq,
+		.events = &o->events,
 		.cpus = &o->cpus,
 		.filter_mode = o->pids.nr	? BPFS_FILTER_TGID
 			       : o->tids.nr	? BPFS_FILTER_TID
@@ -133,8 +134,47 @@ static int close_rings(struct sampler *s, struct stream *stream)
 	return err;
 }
 
+/* One output per event: -o as given for one event, -o with %e expanded
+ * for several, stdout without -o. Opened before sampling, so that a bad
+ * path fails at once and not after a 30 s profile. */
+struct outputs {
+	FILE *f[BPFS_MAX_EVENTS];
+	char path[BPFS_MAX_EVENTS][4096];
+	size_t nr;
+};
+
+static int open_outputs(const struct opts *o, struct outputs *outs)
+{
+	outs->nr = o->events.nr;
+	for (size_t ev = 0; ev < outs->nr; ev++) {
+		if (!o->output) {
+			outs->f[ev] = stdout;
+			snprintf(outs->path[ev], sizeof(outs->path[ev]), "stdout");
+			continue;
+		}
+		if (outs->nr == 1)
+			snprintf(outs->path[ev], sizeof(outs->path[ev]), "%s", o->output);
+		else
+			events__output_name(o->output, &o->events.v[ev], outs->path[ev],
+					    sizeof(outs->path[ev]));
+		outs->f[ev] = fopen(outs->path[ev], "w");
+		if (!outs->f[ev]) {
+			p_err("cannot open output file %s: %s", outs->path[ev], strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+static void close_outputs(struct outputs *outs)
+{
+	for (size_t ev = 0; ev < outs->nr; ev++)
+		if (outs->f[ev] && outs->f[ev] != stdout)
+			fclose(outs->f[ev]);
+}
+
 static int write_samples(struct sampler *s, struct stream *stream, struct symbolizer *sym,
-			 const struct report_opts *ro, FILE *out)
+			 const struct report_opts *ro, const char *event_name, FILE *out)
 {
 	const struct bpfs_rec_sample *r;
 	size_t nr;
@@ -142,43 +182,106 @@ static int write_samples(struct sampler *s, struct stream *stream, struct symbol
 
 	r = stream__samples(stream, &nr);
 	for (size_t i = 0; i < nr && !err; i++)
-		err = report__write_sample(s, stream, sym, ro, &r[i], out);
+		if (ro->event < 0 || r[i].event == (uint32_t)ro->event)
+			err = report__write_sample(s, stream, sym, ro, &r[i], event_name, out);
 	return err;
 }
 
-static int write_profile(const struct folded *f, const char *path, FILE *out)
+static int write_profile(const struct folded *f, const char *path, FILE **out)
 {
-	int err = f ? folded__write(f, out) : (fflush(out) ? -errno : 0);
+	int err = f ? folded__write(f, *out) : (fflush(*out) ? -errno : 0);
 
-	if (!err && out != stdout && fclose(out))
+	if (*out != stdout && fclose(*out) && !err)
 		err = -errno;
+	*out = NULL;
 	if (err)
-		p_err("cannot write the profile to %s: %s", path ? path : "stdout",
-		      strerror(-err));
+		p_err("cannot write the profile to %s: %s", path, strerror(-err));
 	return err;
 }
 
-static int run(const struct opts *o, FILE *out)
+/* Each event's profile: built, written, summed into *total. */
+static int report_events(const struct opts *o, struct sampler *s, struct stream *stream,
+			 struct symbolizer *sym, const struct sampler_stats *st,
+			 struct outputs *outs, struct report_stats *total, size_t *lines)
+{
+	int err = 0;
+
+	for (size_t ev = 0; ev < o->events.nr && !err; ev++) {
+		const struct sampler_event_stats *es = &st->ev[ev];
+		struct report_opts ro = {
+			.annotate = o->annotate,
+			.kernel_only = o->kernel_only,
+			.weight_period = o->weight_period,
+			.event = o->events.nr > 1 ? (int)ev : -1,
+			.scale = es->running_ns ? (double)es->enabled_ns / es->running_ns : 1,
+		};
+		struct report_stats rs;
+		struct folded *f = NULL;
+
+		err = folded__new(&f);
+		if (!err)
+			err = report__build(s, stream, sym, &ro, es->stat, f, &rs);
+		if (!err && o->format == OPTS_FORMAT_SAMPLES)
+			err = write_samples(s, stream, sym, &ro, o->events.v[ev].name, outs->f[ev]);
+		if (!err)
+			err = write_profile(o->format == OPTS_FORMAT_FOLDED ? f : NULL,
+					    outs->path[ev], &outs->f[ev]);
+		if (!err) {
+			total->samples += rs.samples;
+			total->lost += rs.lost;
+			total->keys += rs.keys;
+			total->processes = rs.processes > total->processes ? rs.processes
+									    : total->processes;
+			total->stacks += rs.stacks;
+			total->stacks_missing += rs.stacks_missing;
+			*lines += folded__nr_lines(f);
+		}
+		folded__free(f);
+	}
+	return err;
+}
+
+static void print_summary(const struct opts *o, const struct sampler_stats *st,
+			  const struct report_stats *rs, struct stream *stream,
+			  struct symbolizer *sym, size_t lines, double seconds)
+{
+	struct stream_stats ss;
+
+	stream__stats(stream, &ss);
+	report__summary(stderr, st, rs, &ss, lines, seconds);
+	if (o->events.nr > 1 || !o->events.v[0].timer)
+		for (size_t ev = 0; ev < o->events.nr; ev++)
+			report__event_summary(stderr, o->events.v[ev].name, st, ev, o->weight_period);
+	if (o->verbose) {
+		struct symbolizer_stats ys;
+
+		symbolizer__stats(sym, &ys);
+		fprintf(stderr, "  symbols: user %llu/%llu frames named, kernel %llu/%llu, %llu "
+			"processes' mappings read, %llu files parsed, %llu debug files\n",
+			(unsigned long long)ys.user_named, (unsigned long long)ys.user_frames,
+			(unsigned long long)ys.kernel_named, (unsigned long long)ys.kernel_frames,
+			(unsigned long long)ys.processes, (unsigned long long)ys.files,
+			(unsigned long long)ys.debug_files);
+	}
+}
+
+static int run(const struct opts *o, struct outputs *outs)
 {
 	struct sampler_stats st = {};
 	struct report_stats rs = {};
-	struct stream_stats ss = {};
 	struct symbolizer *sym = NULL;
 	struct sampler_opts so;
 	struct sampler *s = NULL;
 	struct command *cmd = NULL;
 	struct stream *stream = NULL;
-	struct folded *f = NULL;
-	struct report_opts ro = {
-		.annotate = o->annotate,
-		.kernel_only = o->kernel_only,
-	};
+	size_t lines = 0;
 	double t0;
 	int err;
 
-	err = symbolizer__new(&sym);
-	if (!err)
-		err = folded__new(&f);
+	err = symbolizer__new(&(struct symbolizer_opts){
+				      .debug_dirs = (const char *const *)o->debug_dirs.v,
+				      .nr_debug_dirs = o->debug_dirs.nr },
+			      &sym);
 	if (!err)
 		err = stream__new(&(struct stream_opts){ .keep_samples =
 							     o->format == OPTS_FORMAT_SAMPLES,
@@ -209,7 +312,7 @@ static int run(const struct opts *o, FILE *out)
 		if (err)
 			goto out;
 	}
-	p_info("sampling at %u Hz%s", o->freq, o->duration ? "" : "; Ctrl-C to stop");
+	p_info("sampling%s", o->duration ? "" : "; Ctrl-C to stop");
 	t0 = now_s();
 	sample_loop(s, o, cmd, sym);
 
@@ -222,27 +325,9 @@ static int run(const struct opts *o, FILE *out)
 	if (!err)
 		err = sampler__stats(s, &st);
 	if (!err)
-		err = report__build(s, stream, sym, &ro, &st, f, &rs);
-	if (!err && o->format == OPTS_FORMAT_SAMPLES)
-		err = write_samples(s, stream, sym, &ro, out);
-	if (err)
-		goto out;
-	err = write_profile(o->format == OPTS_FORMAT_FOLDED ? f : NULL, o->output, out);
-	out = NULL; /* closed by write_profile */
-	if (err)
-		goto out;
-	stream__stats(stream, &ss);
-	report__summary(stderr, &st, &rs, &ss, folded__nr_lines(f), now_s() - t0);
-	if (o->verbose) {
-		struct symbolizer_stats ss;
-
-		symbolizer__stats(sym, &ss);
-		fprintf(stderr, "  symbols: user %llu/%llu frames named, kernel %llu/%llu, %llu "
-			"processes' mappings read, %llu files parsed\n",
-			(unsigned long long)ss.user_named, (unsigned long long)ss.user_frames,
-			(unsigned long long)ss.kernel_named, (unsigned long long)ss.kernel_frames,
-			(unsigned long long)ss.processes, (unsigned long long)ss.files);
-	}
+		err = report_events(o, s, stream, sym, &st, outs, &rs, &lines);
+	if (!err)
+		print_summary(o, &st, &rs, stream, sym, lines, now_s() - t0);
 out:
 	if (cmd) {
 		int status = command__finish(cmd, err != 0);
@@ -252,18 +337,15 @@ out:
 	}
 	sampler__free(s);
 	stream__free(stream);
-	folded__free(f);
 	symbolizer__free(sym);
-	if (out && out != stdout)
-		fclose(out);
 	return err;
 }
 
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct outputs outs = {};
 	struct opts o;
-	FILE *out = stdout;
 	int err;
 
 	switch (opts__parse(&o, argc, argv)) {
@@ -284,20 +366,20 @@ int main(int argc, char **argv)
 		opts__free(&o);
 		return 1;
 	}
-	if (o.output) {
-		out = fopen(o.output, "w");
-		if (!out) {
-			p_err("cannot open output file %s: %s", o.output, strerror(errno));
-			opts__free(&o);
-			return EXIT_USAGE;
-		}
+	if (open_outputs(&o, &outs)) {
+		close_outputs(&outs);
+		opts__free(&o);
+		return EXIT_USAGE;
 	}
 	/* SIGINT/SIGTERM end sampling; the profile is still written. */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	err = run(&o, out);
+	err = run(&o, &outs);
+	close_outputs(&outs);
 	opts__free(&o);
+	if (err == -ENODEV)
+		return EXIT_USAGE; /* an event this machine cannot sample */
 	if (err < 0)
 		return 1;
 	return err; /* 0, or the command's exit status */

@@ -25,9 +25,14 @@ enum {
 	OPT_READER_DELAY,
 	OPT_IRQ_DEPTH,
 	OPT_NO_COMPLETION,
+	OPT_DEBUG_DIR,
+	OPT_WEIGHT,
 };
 
 static const struct option long_opts[] = {
+	{ "event", required_argument, NULL, 'e' },
+	{ "count", required_argument, NULL, 'c' },
+	{ "weight", required_argument, NULL, OPT_WEIGHT },
 	{ "freq", required_argument, NULL, 'F' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "pid", required_argument, NULL, 'p' },
@@ -48,6 +53,7 @@ static const struct option long_opts[] = {
 	{ "debug-reader-delay", required_argument, NULL, OPT_READER_DELAY },
 	{ "interrupt-depth", required_argument, NULL, OPT_IRQ_DEPTH },
 	{ "no-completion", no_argument, NULL, OPT_NO_COMPLETION },
+	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -55,7 +61,7 @@ static const struct option long_opts[] = {
 };
 
 /* "+" stops at the first non-option: the rest is the command. */
-static const char short_opts[] = "+F:d:p:t:C:UKIo:vhV";
+static const char short_opts[] = "+e:c:F:d:p:t:C:UKIo:vhV";
 
 void opts__usage(FILE *f)
 {
@@ -69,6 +75,15 @@ void opts__usage(FILE *f)
 "goes to stderr.\n"
 "\n"
 "Options:\n"
+"  -e, --event EVENT[,...]  what to sample on, as perf spells it (default\n"
+"                           cpu-clock): cpu-clock, task-clock, cycles,\n"
+"                           instructions, ref-cycles, cache-references,\n"
+"                           cache-misses, branch-instructions, branch-misses,\n"
+"                           L1-dcache-load-misses, LLC-load-misses,\n"
+"                           dTLB-load-misses..., raw codes rNNNN; modifiers\n"
+"                           :u :k :p :pp :ppp; terms /period=N/ or /freq=N/.\n"
+"                           Several events: one profile each (-o with %%e)\n"
+"  -c, --count N            sample every N events (instead of -F)\n"
 "  -F, --freq HZ            samples per second per CPU (default %d, at most\n"
 "                           kernel.perf_event_max_sample_rate and %d)\n"
 "  -d, --duration SECONDS   stop after SECONDS (fractions allowed); default:\n"
@@ -79,8 +94,12 @@ void opts__usage(FILE *f)
 "  -U, --user-only          user stacks only (no kernel frames)\n"
 "  -K, --kernel-only        kernel stacks only (no user frames)\n"
 "  -I, --include-idle       keep the idle task's samples (excluded by default)\n"
-"  -o, --output FILE        write the profile to FILE (default: stdout)\n"
+"  -o, --output FILE        write the profile to FILE (default: stdout); with\n"
+"                           several events, %%e in FILE becomes each event's name\n"
 "      --annotate           mark kernel frames with _[k], as perf does\n"
+"      --debug-dir DIR      also look for debug files under DIR (as under\n"
+"                           /usr/lib/debug: .build-id/xx/rest.debug, then by\n"
+"                           .gnu_debuglink); repeatable, searched first\n"
 "      --format FORMAT      folded (default): one line per distinct stack;\n"
 "                           samples: one line per sample, with its time, CPU,\n"
 "                           pid, tid and comm (implies --mode stream)\n"
@@ -91,6 +110,9 @@ void opts__usage(FILE *f)
 "                           space (default: all of --max-stack-depth)\n"
 "      --no-completion      never finish user stacks at return to user space:\n"
 "                           a walk cut by a fault stays cut, and marked\n"
+"      --weight WHAT        samples (default): counts are samples; period: counts\n"
+"                           are events (ns for the clocks, misses for\n"
+"                           cache-misses), scaled when the PMU multiplexes\n"
 "      --mode MODE          aggregate: count stacks in the kernel; stream: send\n"
 "                           every sample through per-CPU rings (default:\n"
 "                           aggregate, see docs/design.md)\n"
@@ -207,6 +229,17 @@ out:
 	return err;
 }
 
+static int add_str(struct str_list *l, const char *s)
+{
+	char **nv = realloc(l->v, (l->nr + 1) * sizeof(*nv));
+
+	if (!nv)
+		return -ENOMEM;
+	nv[l->nr++] = (char *)s;
+	l->v = nv;
+	return 0;
+}
+
 static enum opts_result bad(const char *what, const char *val, const char *hint)
 {
 	p_err("invalid %s '%s': %s (see bpfsampler --help)", what, val, hint);
@@ -219,6 +252,21 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 	char *end;
 
 	switch (c) {
+	case 'e':
+		return add_str(&o->event_specs, arg) ? OPTS_USAGE : OPTS_RUN;
+	case 'c':
+		if (parse_uint(arg, ULONG_MAX, &v) || v == 0)
+			return bad("count", arg, "give a whole number of events per sample, e.g. 100000");
+		o->period = v;
+		break;
+	case OPT_WEIGHT:
+		if (strcmp(arg, "samples") == 0)
+			o->weight_period = false;
+		else if (strcmp(arg, "period") == 0)
+			o->weight_period = true;
+		else
+			return bad("--weight", arg, "give samples or period");
+		break;
 	case 'F':
 		if (parse_uint(arg, ULONG_MAX, &v) || v == 0 || v > OPTS_MAX_FREQ)
 			return bad("frequency", arg, "give a whole number of Hz from 1 to 100000");
@@ -287,6 +335,13 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 			return bad("--interrupt-depth", arg, "give a number of frames from 1 to 1024");
 		o->irq_depth = v;
 		break;
+	case OPT_DEBUG_DIR: {
+		struct stat stb;
+
+		if (stat(arg, &stb) || !S_ISDIR(stb.st_mode))
+			return bad("--debug-dir", arg, "give a directory that exists");
+		return add_str(&o->debug_dirs, arg) ? OPTS_USAGE : OPTS_RUN;
+	}
 	case OPT_NO_COMPLETION:
 		o->no_completion = true;
 		break;
@@ -332,6 +387,32 @@ static void opts__init(struct opts *o)
 	o->ring_size = OPTS_DEFAULT_RING_SIZE;
 }
 
+/* The events, once -F and -c are known. Several events need an output
+ * name with %e: their profiles are never mixed into one. */
+static enum opts_result parse_events(struct opts *o)
+{
+	char err[256];
+
+	for (size_t i = 0; i < o->event_specs.nr; i++) {
+		if (events__parse(o->event_specs.v[i], o->freq, o->period, &o->events, err,
+				  sizeof(err))) {
+			p_err("%s (see bpfsampler --help)", err);
+			return OPTS_USAGE;
+		}
+	}
+	if (!o->events.nr && events__parse("cpu-clock", o->freq, o->period, &o->events, err,
+					   sizeof(err))) {
+		p_err("%s", err);
+		return OPTS_USAGE;
+	}
+	if (o->events.nr > 1 && (!o->output || !strstr(o->output, "%e"))) {
+		p_err("%zu events give %zu profiles: name them with -o, e.g. -o prof-%%e.folded",
+		      o->events.nr, o->events.nr);
+		return OPTS_USAGE;
+	}
+	return OPTS_RUN;
+}
+
 enum opts_result opts__parse(struct opts *o, int argc, char **argv)
 {
 	bool help = false, version = false;
@@ -366,6 +447,8 @@ enum opts_result opts__parse(struct opts *o, int argc, char **argv)
 	}
 	if (optind < argc)
 		o->command = argv + optind;
+	if (parse_events(o) != OPTS_RUN)
+		return OPTS_USAGE;
 	if (o->user_only && o->kernel_only) {
 		p_err("-U and -K exclude each other: drop one to get user or kernel stacks");
 		return OPTS_USAGE;
@@ -419,7 +502,8 @@ enum opts_result opts__check_system(const struct opts *o)
 		}
 	}
 	max_rate = features__max_sample_rate();
-	if (max_rate > 0 && o->freq > max_rate) {
+	/* only events sampled at a rate (no -c, no /period=/) care */
+	if (max_rate > 0 && !o->period && o->freq > max_rate) {
 		p_err("-F %u is above kernel.perf_event_max_sample_rate=%ld (the kernel lowers it "
 		      "when sampling interrupts run long): use -F %ld or less, or raise it with "
 		      "sysctl -w kernel.perf_event_max_sample_rate=%u",
@@ -436,5 +520,7 @@ void opts__free(struct opts *o)
 	free(o->pids.v);
 	free(o->tids.v);
 	free(o->cpus.v);
+	free(o->debug_dirs.v);
+	free(o->event_specs.v);
 	memset(o, 0, sizeof(*o));
 }

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "features.h"
 #include "log.h"
 #include "opts.h"
@@ -15,6 +16,7 @@
 struct perf_events {
 	int nr;
 	int *cpus;
+	int *events; /* index in the event list */
 	int *fds;
 	bool *handed_over; /* fd now owned by a BPF link */
 };
@@ -53,11 +55,43 @@ static int all_online(struct int_list *out)
 	return 0;
 }
 
-int perf_events__open(const struct perf_event_attr *attr, const struct int_list *cpus,
+/* What an event that cannot be opened means, and what to do. */
+static int explain(const struct event *e, int cpu, int err)
+{
+	switch (-err) {
+	case ENOENT:
+	case EOPNOTSUPP:
+	case ENODEV:
+		p_err("event '%s' is not supported here (perf_event_open: %s): this machine has "
+		      "no hardware counter for it (a VM without a virtual PMU?); sample with "
+		      "-e cpu-clock instead", e->name, strerror(-err));
+		return -ENODEV;
+	case EINVAL:
+		if (e->attr.type == PERF_TYPE_RAW || e->attr.precise_ip) {
+			p_err("event '%s' was refused (EINVAL): an unknown raw code or a precision "
+			      "(:p) this CPU lacks; check the code with perf list", e->name);
+			return -ENODEV;
+		}
+		p_err("event '%s' was refused on CPU %d (EINVAL)%s", e->name, cpu,
+		      e->attr.freq ? ": is -F above kernel.perf_event_max_sample_rate?" : "");
+		return -ENODEV;
+	case EBUSY:
+		p_err("event '%s': the counters are held by another user (perf, or the NMI "
+		      "watchdog: sysctl kernel.nmi_watchdog=0); try again or use -e cpu-clock",
+		      e->name);
+		return -ENODEV;
+	default:
+		p_err("perf_event_open of '%s' on CPU %d: %s", e->name, cpu, strerror(-err));
+		return err;
+	}
+}
+
+int perf_events__open(const struct event_list *evs, const struct int_list *cpus,
 		      struct perf_events **out)
 {
 	struct int_list online = {};
 	struct perf_events *pe;
+	size_t n;
 	int err;
 
 	if (!cpus || !cpus->nr) {
@@ -66,31 +100,33 @@ int perf_events__open(const struct perf_event_attr *attr, const struct int_list 
 			return err;
 		cpus = &online;
 	}
+	n = evs->nr * cpus->nr;
 	pe = calloc(1, sizeof(*pe));
 	if (!pe) {
 		err = -ENOMEM;
 		goto out;
 	}
-	pe->cpus = calloc(cpus->nr, sizeof(*pe->cpus));
-	pe->fds = calloc(cpus->nr, sizeof(*pe->fds));
-	pe->handed_over = calloc(cpus->nr, sizeof(*pe->handed_over));
-	if (!pe->cpus || !pe->fds || !pe->handed_over) {
+	pe->cpus = calloc(n, sizeof(*pe->cpus));
+	pe->events = calloc(n, sizeof(*pe->events));
+	pe->fds = calloc(n, sizeof(*pe->fds));
+	pe->handed_over = calloc(n, sizeof(*pe->handed_over));
+	if (!pe->cpus || !pe->events || !pe->fds || !pe->handed_over) {
 		err = -ENOMEM;
 		goto err_free;
 	}
-	for (size_t i = 0; i < cpus->nr; i++) {
-		int fd = syscall(SYS_perf_event_open, attr, -1, cpus->v[i], -1,
-				 PERF_FLAG_FD_CLOEXEC);
+	for (size_t e = 0; e < evs->nr; e++) {
+		for (size_t i = 0; i < cpus->nr; i++) {
+			int fd = syscall(SYS_perf_event_open, &evs->v[e].attr, -1, cpus->v[i], -1,
+					 PERF_FLAG_FD_CLOEXEC);
 
-		if (fd < 0) {
-			err = -errno;
-			p_err("perf_event_open on CPU %d: %s%s", cpus->v[i], strerror(-err),
-			      err == -EINVAL ? " (is -F above kernel.perf_event_max_sample_rate?)"
-					     : "");
-			goto err_free;
+			if (fd < 0) {
+				err = explain(&evs->v[e], cpus->v[i], -errno);
+				goto err_free;
+			}
+			pe->cpus[pe->nr] = cpus->v[i];
+			pe->events[pe->nr] = e;
+			pe->fds[pe->nr++] = fd;
 		}
-		pe->cpus[pe->nr] = cpus->v[i];
-		pe->fds[pe->nr++] = fd;
 	}
 	*out = pe;
 	err = 0;
@@ -100,6 +136,11 @@ err_free:
 out:
 	free(online.v);
 	return err;
+}
+
+int perf_events__event(const struct perf_events *pe, int i)
+{
+	return pe->events[i];
 }
 
 int perf_events__nr(const struct perf_events *pe)
@@ -140,17 +181,18 @@ int perf_events__disable(struct perf_events *pe)
 	return ioctl_all(pe, PERF_EVENT_IOC_DISABLE);
 }
 
-uint64_t perf_events__time_enabled(const struct perf_events *pe)
+void perf_events__times(const struct perf_events *pe, int ev, uint64_t *enabled,
+			uint64_t *running)
 {
-	uint64_t sum = 0;
-
+	*enabled = *running = 0;
 	for (int i = 0; i < pe->nr; i++) {
 		uint64_t v[3]; /* value, time_enabled, time_running */
 
-		if (read(pe->fds[i], v, sizeof(v)) == sizeof(v))
-			sum += v[1];
+		if (pe->events[i] != ev || read(pe->fds[i], v, sizeof(v)) != sizeof(v))
+			continue;
+		*enabled += v[1];
+		*running += v[2];
 	}
-	return sum;
 }
 
 void perf_events__free(struct perf_events *pe)
@@ -161,6 +203,7 @@ void perf_events__free(struct perf_events *pe)
 		if (!pe->handed_over || !pe->handed_over[i])
 			close(pe->fds[i]);
 	free(pe->cpus);
+	free(pe->events);
 	free(pe->fds);
 	free(pe->handed_over);
 	free(pe);

@@ -114,9 +114,13 @@ static int add_key(void *ctx, const struct bpfs_count_key *k, const struct bpfs_
 {
 	struct build_ctx *c = ctx;
 	char comm[BPFS_COMM_LEN + 1] = {};
-	uint64_t weight = c->o->weight_period ? v->period : v->samples, pair;
+	uint64_t weight = v->samples, pair;
 	size_t n = 0;
 
+	if (c->o->event >= 0 && k->event != (uint32_t)c->o->event)
+		return 0;
+	if (c->o->weight_period)
+		weight = c->o->scale > 1 ? (uint64_t)(v->period * c->o->scale + 0.5) : v->period;
 	c->rs->keys++;
 	c->rs->samples += v->samples;
 	if (!hashmap__find(c->pids, (void *)(uintptr_t)(k->pid + 1UL))) {
@@ -140,10 +144,10 @@ static int add_key(void *ctx, const struct bpfs_count_key *k, const struct bpfs_
 	return folded__add(c->out, c->fr, n, weight);
 }
 
-static int add_lost(struct build_ctx *c, const struct sampler_stats *st)
+static int add_lost(struct build_ctx *c, const uint64_t *stat)
 {
 	for (size_t i = 0; i < sizeof(lost_lines) / sizeof(lost_lines[0]); i++) {
-		uint64_t n = st->stat[lost_lines[i].stat];
+		uint64_t n = stat[lost_lines[i].stat];
 		const char *fr[] = { "[lost]", lost_lines[i].frame };
 		int err;
 
@@ -191,7 +195,7 @@ static struct build_ctx *build_ctx__new(struct sampler *s, struct stream *stream
 
 
 int report__build(struct sampler *s, struct stream *stream, struct symbolizer *sym,
-		  const struct report_opts *o, const struct sampler_stats *st,
+		  const struct report_opts *o, const uint64_t *stat,
 		  struct folded *out, struct report_stats *rs)
 {
 	struct build_ctx *c;
@@ -210,28 +214,22 @@ int report__build(struct sampler *s, struct stream *stream, struct symbolizer *s
 	if (err)
 		p_err("cannot read the sample counts: %s", strerror(-err));
 	else
-		err = add_lost(c, st);
+		err = add_lost(c, stat);
 	build_ctx__free(c);
 	return err;
 }
 
 int report__write_sample(struct sampler *s, struct stream *stream, struct symbolizer *sym,
-			 const struct report_opts *o, const struct bpfs_rec_sample *r, FILE *f)
+			 const struct report_opts *o, const struct bpfs_rec_sample *r,
+			 const char *event, FILE *f)
 {
 	struct report_stats rs = {};
-	struct bpfs_count_key k = {
-		.pid = r->pid,
-		.tid = r->tid,
-		.kstack_id = r->kstack_id,
-		.ustack_id = r->ustack_id,
-		.flags = r->flags,
-		.event = r->event,
-	};
+	struct bpfs_count_key k;
 	struct build_ctx *c;
 	char comm[BPFS_COMM_LEN + 1] = {};
 	size_t n = 0;
 
-	memcpy(k.comm, r->comm, sizeof(k.comm));
+	stream__sample_key(r, &k);
 	memcpy(comm, r->comm, BPFS_COMM_LEN);
 	c = build_ctx__new(s, stream, sym, o, NULL, &rs);
 	if (!c)
@@ -239,9 +237,9 @@ int report__write_sample(struct sampler *s, struct stream *stream, struct symbol
 	c->fr[n++] = comm[0] ? comm : "[no comm]";
 	n = add_user(c, &k, n);
 	n = add_kernel(c, &k, n);
-	fprintf(f, "%llu.%09llu %u %u %u %llu ", (unsigned long long)r->time_ns / 1000000000,
+	fprintf(f, "%llu.%09llu %u %u %u %llu %s ", (unsigned long long)r->time_ns / 1000000000,
 		(unsigned long long)r->time_ns % 1000000000, r->hdr.cpu, r->pid, r->tid,
-		(unsigned long long)r->period);
+		(unsigned long long)r->period, event);
 	folded__put_frames(f, c->fr, n);
 	fputc('\n', f);
 	build_ctx__free(c);
@@ -280,6 +278,28 @@ static void print_group(FILE *f, const char *title, const struct sampler_stats *
 		fputc('\n', f);
 }
 
+void report__event_summary(FILE *f, const char *name, const struct sampler_stats *st, int ev,
+			   bool weight_period)
+{
+	const struct sampler_event_stats *es = &st->ev[ev];
+	const uint64_t *v = es->stat;
+	uint64_t kept = v[BPFS_STAT_KEPT] + v[BPFS_STAT_SPILLED] + v[BPFS_STAT_STREAMED] +
+			v[BPFS_STAT_DEFERRED];
+	uint64_t lost = 0;
+
+	for (int i = BPFS_STAT_LOST_COUNTS_FULL; i <= BPFS_STAT_LOST_RING_FULL; i++)
+		lost += v[i];
+	fprintf(f, "  event %s: %" PRIu64 " samples taken, kept %" PRIu64 ", lost %" PRIu64
+		"; counting %.2f s of %.2f s enabled (CPUs summed)", name, v[BPFS_STAT_TAKEN], kept,
+		lost, es->running_ns / 1e9, es->enabled_ns / 1e9);
+	if (es->running_ns && es->running_ns < es->enabled_ns)
+		fprintf(f, ": multiplexed with other events, %.0f%% of the time; %s",
+			100.0 * es->running_ns / es->enabled_ns,
+			weight_period ? "event counts scaled by enabled/running as perf stat does"
+				      : "sample counts are not scaled (use --weight period)");
+	fputc('\n', f);
+}
+
 void report__summary(FILE *f, const struct sampler_stats *st, const struct report_stats *rs,
 		     const struct stream_stats *ss, size_t nr_lines, double seconds)
 {
@@ -289,12 +309,17 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 
 	double pct = st->expected ? 100.0 * v[BPFS_STAT_TAKEN] / st->expected : 0.0;
 
-	fprintf(f, "bpfsampler: %.2f s on %d CPU%s at %.0f Hz: %" PRIu64 " samples taken, %.1f%% of "
-		"%" PRIu64 " timer periods (effective %.0f Hz per CPU)%s\n",
-		per_cpu_s ? per_cpu_s : seconds, st->nr_cpus, st->nr_cpus == 1 ? "" : "s", st->rate,
-		v[BPFS_STAT_TAKEN], pct, st->expected, eff,
-		/* Seen on these VMs, perf alike: an idle CPU's timer fires late. */
-		pct < 95 && v[BPFS_STAT_IDLE] ? "; idle CPUs fire late on some VMs" : "");
+	if (st->rate)
+		fprintf(f, "bpfsampler: %.2f s on %d CPU%s at %.0f Hz: %" PRIu64 " samples taken, "
+			"%.1f%% of %" PRIu64 " timer periods (effective %.0f Hz per CPU)%s\n",
+			per_cpu_s ? per_cpu_s : seconds, st->nr_cpus, st->nr_cpus == 1 ? "" : "s",
+			st->rate, v[BPFS_STAT_TAKEN], pct, st->expected, eff,
+			/* Seen on these VMs, perf alike: an idle CPU's timer fires late. */
+			pct < 95 && v[BPFS_STAT_IDLE] ? "; idle CPUs fire late on some VMs" : "");
+	else
+		fprintf(f, "bpfsampler: %.2f s on %d CPU%s: %" PRIu64 " samples taken\n",
+			per_cpu_s ? per_cpu_s : seconds, st->nr_cpus, st->nr_cpus == 1 ? "" : "s",
+			v[BPFS_STAT_TAKEN]);
 	if (v[BPFS_STAT_SPILLED])
 		fprintf(f, "  %" PRIu64 " samples spilled to the rings: the counts map is full "
 			"(raise --map-entries)\n", v[BPFS_STAT_SPILLED]);

@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "events.h"
 #include "features.h"
 #include "log.h"
 #include "opts.h"
@@ -30,7 +31,6 @@ struct sampler {
 	struct ring_buffer *ring;
 	int *ring_fds; /* one ring map per possible CPU; ours to close */
 	int nr_rings;
-	struct perf_event_attr attr;
 	struct sampler_opts opts;
 	bool stopped;
 };
@@ -144,7 +144,6 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out)
 	if (!s)
 		return -ENOMEM;
 	s->opts = *o;
-	perf_events__timer_attr(o->freq, &s->attr);
 	s->nr_rings = libbpf_num_possible_cpus();
 	if (s->nr_rings < 0) {
 		err = s->nr_rings;
@@ -205,7 +204,7 @@ int sampler__start(struct sampler *s)
 {
 	int err, n;
 
-	err = perf_events__open(&s->attr, s->opts.cpus, &s->events);
+	err = perf_events__open(s->opts.events, s->opts.cpus, &s->events);
 	if (err)
 		return err;
 	if (s->opts.follow_children) {
@@ -221,7 +220,9 @@ int sampler__start(struct sampler *s)
 	if (!s->links)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
-		LIBBPF_OPTS(bpf_perf_event_opts, popts, .bpf_cookie = 0 /* event index */);
+		/* the cookie tells the program which event fired */
+		LIBBPF_OPTS(bpf_perf_event_opts, popts,
+			    .bpf_cookie = perf_events__event(s->events, i));
 
 		s->links[i] = bpf_program__attach_perf_event_opts(s->skel->progs.on_sample,
 								  perf_events__fd(s->events, i),
@@ -270,6 +271,7 @@ int sampler__stop(struct sampler *s)
 int sampler__stats(struct sampler *s, struct sampler_stats *out)
 {
 	int ncpu = libbpf_num_possible_cpus();
+	const struct event_list *evs = s->opts.events;
 	__u64 *vals;
 	int err = 0;
 
@@ -279,21 +281,35 @@ int sampler__stats(struct sampler *s, struct sampler_stats *out)
 	vals = calloc(ncpu, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	for (__u32 i = 0; i < BPFS_STAT_NR; i++) {
-		err = bpf_map__lookup_elem(s->skel->maps.stats, &i, sizeof(i), vals,
-					   ncpu * sizeof(*vals), 0);
-		if (err)
-			break;
-		for (int c = 0; c < ncpu; c++)
-			out->stat[i] += vals[c];
+	out->nr_events = evs->nr;
+	for (__u32 ev = 0; ev < evs->nr && !err; ev++) {
+		struct sampler_event_stats *es = &out->ev[ev];
+
+		for (__u32 i = 0; i < BPFS_STAT_NR; i++) {
+			__u32 key = ev * BPFS_STAT_NR + i;
+
+			err = bpf_map__lookup_elem(s->skel->maps.stats, &key, sizeof(key), vals,
+						   ncpu * sizeof(*vals), 0);
+			if (err)
+				break;
+			for (int c = 0; c < ncpu; c++)
+				es->stat[i] += vals[c];
+			out->stat[i] += es->stat[i];
+		}
+		if (s->events)
+			perf_events__times(s->events, ev, &es->enabled_ns, &es->running_ns);
+		if (evs->v[ev].timer && evs->v[ev].attr.sample_period) {
+			es->rate = 1e9 / evs->v[ev].attr.sample_period;
+			es->expected = (uint64_t)(es->enabled_ns / 1e9 * es->rate + 0.5);
+		}
 	}
 	free(vals);
-	out->rate = perf_events__effective_rate(&s->attr);
-	if (s->events) {
-		out->nr_cpus = perf_events__nr(s->events);
-		out->enabled_ns = perf_events__time_enabled(s->events);
-		out->expected = (uint64_t)(out->enabled_ns / 1e9 * out->rate + 0.5);
-	}
+	out->rate = out->ev[0].rate;
+	out->enabled_ns = out->ev[0].enabled_ns;
+	for (int ev = 0; ev < out->nr_events; ev++)
+		out->expected += out->ev[ev].expected;
+	if (s->events)
+		out->nr_cpus = perf_events__nr(s->events) / (evs->nr ? evs->nr : 1);
 	return err;
 }
 

@@ -127,7 +127,7 @@ int stream__close_cpu(struct stream *st, uint32_t cpu, uint64_t last_seq)
 	return err;
 }
 
-static void note_process(struct stream *st, uint32_t pid, const char *comm16)
+static void note_process(struct stream *st, uint32_t pid, uint32_t ppid, const char *comm16)
 {
 	char *known = hashmap__find(st->comms, (void *)(uintptr_t)(pid + 1UL));
 	char comm[BPFS_COMM_LEN + 1] = {};
@@ -144,12 +144,12 @@ static void note_process(struct stream *st, uint32_t pid, const char *comm16)
 	memcpy(known, comm16, BPFS_COMM_LEN);
 	memcpy(comm, comm16, BPFS_COMM_LEN);
 	if (st->opts.on_process)
-		st->opts.on_process(st->opts.ctx, pid, comm);
+		st->opts.on_process(st->opts.ctx, pid, ppid, comm);
 }
 
-static int count(struct stream *st, const struct bpfs_rec_sample *r)
+void stream__sample_key(const struct bpfs_rec_sample *r, struct bpfs_count_key *k)
 {
-	struct bpfs_count_key k = {
+	*k = (struct bpfs_count_key){
 		.pid = r->pid,
 		.tid = r->tid,
 		.kstack_id = r->kstack_id,
@@ -157,10 +157,15 @@ static int count(struct stream *st, const struct bpfs_rec_sample *r)
 		.flags = r->flags,
 		.event = r->event,
 	};
-	struct bpfs_count_val *v;
-	struct bpfs_count_key *nk;
+	memcpy(k->comm, r->comm, sizeof(k->comm));
+}
 
-	memcpy(k.comm, r->comm, sizeof(k.comm));
+static int count(struct stream *st, const struct bpfs_rec_sample *r)
+{
+	struct bpfs_count_val *v;
+	struct bpfs_count_key k, *nk;
+
+	stream__sample_key(r, &k);
 	v = hashmap__find(st->counts, &k);
 	if (!v) {
 		nk = malloc(sizeof(*nk));
@@ -338,14 +343,14 @@ int stream__handle(struct stream *st, const void *data, size_t size)
 	case BPFS_REC_NEW_KEY: {
 		const struct bpfs_rec_new_key *r = data;
 
-		note_process(st, r->pid, r->comm);
+		note_process(st, r->pid, r->ppid, r->comm);
 		return 0;
 	}
 	case BPFS_REC_SAMPLE: {
 		const struct bpfs_rec_sample *r = data;
 
 		st->stats.samples++;
-		note_process(st, r->pid, r->comm);
+		note_process(st, r->pid, 0, r->comm);
 		if (r->flags & BPFS_F_USTACK_PENDING)
 			return defer_sample(st, r);
 		return take_sample(st, r);

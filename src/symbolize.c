@@ -7,9 +7,11 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "debuginfo.h"
 #include "elf_syms.h"
 #include "hashmap.h"
 #include "ksyms.h"
+#include "perfmap.h"
 #include "log.h"
 #include "procmaps.h"
 #include "symbolize.h"
@@ -19,6 +21,10 @@ struct proc {
 	char comm[17];
 	struct procmaps *maps; /* NULL: never readable */
 	unsigned int reads;    /* times the maps were read */
+	uid_t uid;	       /* real uid, for the perf map's owner check */
+	int nspid;	       /* pid in its own pid namespace */
+	struct perfmap *jit;   /* /tmp/perf-PID.map, when it has JIT code */
+	int ppid;	       /* parent, when it forked us without exec */
 	bool dirty;	       /* new samples since the last read */
 	bool refreshed;	       /* maps re-read once after a miss */
 };
@@ -41,6 +47,7 @@ struct symbolizer {
 	bool vdso_tried;
 	struct ksyms *ksyms;
 	bool ksyms_tried;
+	struct debuginfo_opts dbg;
 	struct symbolizer_stats stats;
 };
 
@@ -54,12 +61,16 @@ static bool equal_file_key(const void *a, const void *b)
 	return memcmp(a, b, sizeof(struct file_key)) == 0;
 }
 
-int symbolizer__new(struct symbolizer **out)
+int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 {
 	struct symbolizer *sym = calloc(1, sizeof(*sym));
 
 	if (!sym)
 		return -ENOMEM;
+	if (o) {
+		sym->dbg.roots = o->debug_dirs;
+		sym->dbg.nr_roots = o->nr_debug_dirs;
+	}
 	sym->procs = hashmap__new(hashmap__hash_int, hashmap__equal_int);
 	sym->files = hashmap__new(hash_file_key, equal_file_key);
 	sym->strings = hashmap__new(hashmap__hash_str, hashmap__equal_str);
@@ -81,6 +92,7 @@ void symbolizer__free(struct symbolizer *sym)
 		return;
 	for (i = 0; sym->procs && hashmap__next(sym->procs, &i, NULL, &val);) {
 		procmaps__free(((struct proc *)val)->maps);
+		perfmap__free(((struct proc *)val)->jit);
 		free(val);
 	}
 	for (i = 0; sym->files && hashmap__next(sym->files, &i, NULL, &val);) {
@@ -128,8 +140,59 @@ static struct proc *get_proc(struct symbolizer *sym, int pid)
 	return p;
 }
 
+static struct symtab *mapping_symtab(struct symbolizer *sym, int pid, const struct procmap *m);
+
+/* Real uid and the pid inside the process's own pid namespace. */
+static void read_ids(struct proc *p)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	p->nspid = p->pid;
+	snprintf(path, sizeof(path), "/proc/%d/status", p->pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Uid:", 4))
+			p->uid = strtoul(line + 4, NULL, 10);
+		else if (!strncmp(line, "NSpid:", 6)) {
+			char *last = strrchr(line, '\t') ? strrchr(line, '\t') : line + 6;
+
+			p->nspid = atoi(last);
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+/*
+ * A JIT's symbol map: /tmp/perf-NSPID.map seen from inside the process's
+ * mount and pid namespaces, else the host's /tmp/perf-PID.map. Read only
+ * when owned by the process's user or root, as perf checks.
+ */
+static void load_perf_map(struct proc *p)
+{
+	char path[128];
+	struct perfmap *pm;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", p->pid, p->nspid);
+	err = perfmap__load(path, p->uid, &pm);
+	if (err == -ENOENT || err == -ESRCH) {
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", p->pid);
+		err = perfmap__load(path, p->uid, &pm);
+	}
+	if (err == -EPERM)
+		p_warn("ignoring %s: not owned by the process's user (uid %u) or root", path,
+		       (unsigned int)p->uid);
+	if (err)
+		return;
+	perfmap__free(p->jit);
+	p->jit = pm;
+}
+
 static void load_maps(struct symbolizer *sym, struct proc *p)
 {
+	bool anon_exec = false;
 	struct procmaps *pm;
 
 	p->dirty = false;
@@ -145,6 +208,18 @@ static void load_maps(struct symbolizer *sym, struct proc *p)
 	p_dbg("pid %d: %zu executable mappings", p->pid, pm->nr);
 	procmaps__free(p->maps);
 	p->maps = pm;
+	/* Open the files now, through /proc/PID/map_files, while the process
+	 * lives: a deleted binary or one in another mount namespace cannot be
+	 * opened by its path after it exits. Cached per file, so cheap. */
+	if (!p->reads)
+		read_ids(p);
+	for (size_t i = 0; i < pm->nr; i++) {
+		if (pm->maps[i].path && pm->maps[i].path[0] == '/')
+			mapping_symtab(sym, p->pid, &pm->maps[i]);
+		anon_exec |= !pm->maps[i].path;
+	}
+	if (anon_exec)
+		load_perf_map(p);
 	if (!p->reads++)
 		sym->stats.processes++;
 }
@@ -155,12 +230,19 @@ static void load_maps(struct symbolizer *sym, struct proc *p)
  * process or a new comm (exec) and for the next new key too; after that,
  * mark it dirty and let symbolizer__refresh() batch the reads.
  */
-void symbolizer__note_process(struct symbolizer *sym, int pid, const char *comm)
+void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, const char *comm)
 {
 	struct proc *p = get_proc(sym, pid);
 
 	if (!p)
 		return;
+	if (ppid > 0 && ppid != pid) {
+		p->ppid = ppid;
+		/* read the parent's maps while it lives: they are the child's
+		 * if the child is gone before its own could be read */
+		if (!hashmap__find(sym->procs, (void *)(uintptr_t)ppid))
+			symbolizer__note_process(sym, ppid, 0, comm);
+	}
 	p_dbg("new key: pid %d comm %s (maps read %u times)", pid, comm, p->reads);
 	if (strncmp(p->comm, comm, sizeof(p->comm) - 1) != 0) {
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
@@ -243,6 +325,16 @@ static struct symtab *mapping_symtab(struct symbolizer *sym, int pid, const stru
 	fe->st = load_file(pid, m);
 	if (fe->st)
 		sym->stats.files++;
+	if (fe->st && !symtab__has_symtab(fe->st)) {
+		/* Stripped: its .symtab may be in a debug file. */
+		struct symtab *dbg;
+
+		if (!debuginfo__load(fe->st, m->path, &sym->dbg, &dbg)) {
+			symtab__free(fe->st);
+			fe->st = dbg;
+			sym->stats.debug_files++;
+		}
+	}
 	if (hashmap__set(sym->files, &fe->key, fe, NULL)) {
 		symtab__free(fe->st);
 		free(fe);
@@ -261,6 +353,15 @@ static const char *basename_of(const char *path)
 static const struct procmap *find_mapping(struct symbolizer *sym, struct proc *p, uint64_t addr)
 {
 	const struct procmap *m = p->maps ? procmaps__find(p->maps, addr) : NULL;
+	struct proc *parent;
+
+	/* Gone before its maps could be read: a child forked without exec
+	 * (same comm) has its parent's mappings. */
+	if (!p->maps && p->ppid && p->ppid != p->pid) {
+		parent = hashmap__find(sym->procs, (void *)(uintptr_t)p->ppid);
+		if (parent && parent->maps && !strcmp(parent->comm, p->comm))
+			return procmaps__find(parent->maps, addr);
+	}
 
 	/* A library loaded after we first read the maps: read them once more. */
 	if (!m && !p->refreshed) {
@@ -282,6 +383,10 @@ const char *symbolizer__user(struct symbolizer *sym, int pid, uint64_t addr, boo
 
 	sym->stats.user_frames++;
 	m = p ? find_mapping(sym, p, look) : NULL;
+	if ((!m || !m->path) && p && p->jit && (name = perfmap__find(p->jit, look))) {
+		sym->stats.user_named++;
+		return name;
+	}
 	if (!m) {
 		snprintf(buf, sizeof(buf), "[unmapped]+0x%" PRIx64, addr);
 		return intern(sym, buf);

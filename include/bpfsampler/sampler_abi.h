@@ -19,6 +19,8 @@
 #define BPFS_MAX_USER_DEPTH 1024 /* frame-pointer walk bound, --max-stack-depth */
 #define BPFS_DEFAULT_DEPTH 1024
 #define BPFS_COMM_LEN 16
+/* Events sampled at once (-e a,b,...); each sample carries its index. */
+#define BPFS_MAX_EVENTS 8
 
 /* Segment ids are content hashes (frames + parent id) with open probing
  * and an exact comparison on every hit, so two different stacks never share
@@ -30,9 +32,10 @@ enum bpfs_mode {
 	BPFS_MODE_STREAM = 1,	 /* one sample record per sample */
 };
 
-/* Counters kept per CPU in the `stats` map, indexed by this enum. Every
- * sample the perf event delivers lands in exactly one of KEPT, SPILLED,
- * STREAMED, IDLE, FILTERED or a LOST_* bucket. */
+/* Counters kept per CPU in the `stats` map at event * BPFS_STAT_NR + stat:
+ * every sample an event delivers lands in exactly one of KEPT, SPILLED,
+ * STREAMED, DEFERRED, IDLE, FILTERED or a LOST_* bucket of that event. The
+ * counters from RECS_UNSENT on are not about one event: kept under event 0. */
 enum bpfs_stat {
 	BPFS_STAT_TAKEN = 0,	     /* program invocations */
 	BPFS_STAT_KEPT,		     /* counted in the `counts` map */
@@ -108,7 +111,8 @@ struct bpfs_stack {
  * this header. seq counts every record the CPU tried to send, so a gap in
  * seq is a record that was not reserved (and counted in `stats`). */
 enum bpfs_rec_type {
-	BPFS_REC_NEW_KEY = 1, /* first sample of a (pid, tid, comm, stacks) key */
+	BPFS_REC_NEW_KEY = 1, /* first sample of a process (pid, comm): read its
+			       * maps now, it may live only milliseconds */
 	BPFS_REC_SAMPLE = 2,  /* the partial record: one sample */
 	BPFS_REC_STACK = 3,   /* the continuation: one new stack segment */
 	BPFS_REC_COMPLETE = 4, /* a thread's whole user stack, walked at return
@@ -125,6 +129,8 @@ struct bpfs_rec_new_key {
 	struct bpfs_rec_hdr hdr; /* BPFS_REC_NEW_KEY */
 	__u32 pid;
 	__u32 tid;
+	__u32 ppid; /* a child forked without exec maps what its parent did */
+	__u32 pad;
 	char comm[BPFS_COMM_LEN];
 };
 

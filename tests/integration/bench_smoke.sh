@@ -8,7 +8,7 @@ require_root bench_smoke
 rc=$?
 row=$(grep '^| bpfsampler | 4000 Hz' "$TMP/table")
 cells=$(awk -F'|' '{ print NF - 2 }' <<<"$row")
-if [ $rc -eq 0 ] && [ "$cells" = 14 ] && ! grep -q 'n/a' <<<"$row"; then
+if [ $rc -eq 0 ] && [ "$cells" = 15 ] && ! grep -q 'n/a' <<<"$row"; then
 	pass "bench --smoke fills every column for bpfsampler"
 else
 	fail "bench --smoke fills every column for bpfsampler" "exit $rc: $row $(tail -3 "$TMP/err")"

@@ -11,6 +11,15 @@
 
 static int unit_checks_failed;
 static int unit_tests_failed;
+static const char *unit_skip_why;
+
+/* Ends the current test as skipped (only where the machine lacks what it
+ * needs: say what). */
+#define SKIP_TEST(why)                                                        \
+	do {                                                                  \
+		unit_skip_why = (why);                                        \
+		return;                                                       \
+	} while (0)
 
 #define CHECK(cond, ...)                                                      \
 	do {                                                                  \
@@ -26,8 +35,11 @@ static int unit_tests_failed;
 #define RUN(fn)                                                               \
 	do {                                                                  \
 		int before_ = unit_checks_failed;                             \
+		unit_skip_why = NULL;                                         \
 		fn();                                                         \
-		if (unit_checks_failed == before_) {                          \
+		if (unit_skip_why && unit_checks_failed == before_) {         \
+			printf("SKIP %s: %s\n", #fn, unit_skip_why);          \
+		} else if (unit_checks_failed == before_) {                   \
 			printf("PASS %s\n", #fn);                             \
 		} else {                                                      \
 			printf("FAIL %s\n", #fn);                             \

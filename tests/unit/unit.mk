@@ -1,6 +1,8 @@
 # Unit tests: no root needed. Included by the top-level Makefile.
 # Each tests/unit/test_*.c becomes $(OUTPUT)/tests/unit/test_*, linked with
 # the loader library; fixture ELF files are built first (test_elf_syms).
+include tests/fixtures/fixtures.mk
+
 UNIT_OUT := $(OUTPUT)/tests/unit
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(UNIT_OUT)/%,$(UNIT_SRCS))
@@ -13,7 +15,6 @@ $(UNIT_OUT):
 
 $(UNIT_OUT)/%: tests/unit/%.c $(LIB_A) | $(UNIT_OUT)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $< $(LIB_A) $(LDLIBS) -lm -o $@
+	$(Q)$(CC) $(UNIT_CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $< $(LIB_A) $(LDLIBS) -lm -ldl -o $@
 
 -include $(wildcard $(UNIT_OUT)/*.d)
--include tests/fixtures/fixtures.mk

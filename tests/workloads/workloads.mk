@@ -4,7 +4,8 @@
 WL_OUT := $(OUTPUT)/workloads
 WL_CFLAGS := -O2 -g -Wall -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 	-fno-optimize-sibling-calls -fno-inline-functions-called-once -pthread
-WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie threads recurse uselib syscalls cpuburn)
+WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie threads recurse uselib syscalls cpuburn \
+	shares-stripped cache branch fork_short jit)
 
 workloads: $(WL_BINS)
 
@@ -26,6 +27,15 @@ $(WL_OUT)/libwork.so: tests/workloads/libwork.c | $(WL_OUT)
 $(WL_OUT)/uselib: tests/workloads/uselib.c $(WL_OUT)/libwork.so | $(WL_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) -MMD -MP $< -L$(WL_OUT) -lwork -Wl,-rpath,'$$ORIGIN' -o $@
+
+# shares stripped of all symbols, its .symtab in a debug root by build-ID:
+# named only when bpfsampler finds the debug file (--debug-dir).
+$(WL_OUT)/shares-stripped: $(WL_OUT)/shares
+	$(call msg,STRIP,$@)
+	$(Q)id=$$(readelf -n $< | awk '/Build ID/ { print $$3 }') && \
+		mkdir -p $(WL_OUT)/debugroot/.build-id/$${id%"$${id#??}"} && \
+		objcopy --only-keep-debug $< $(WL_OUT)/debugroot/.build-id/$${id%"$${id#??}"}/$${id#??}.debug
+	$(Q)strip --strip-all -o $@ $<
 
 $(WL_OUT)/%: tests/workloads/%.c | $(WL_OUT)
 	$(call msg,CC,$@)

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Separate debug files, found where gdb and perf look: by build-ID under
+ * each debug root (/usr/lib/debug and --debug-dir), then by .gnu_debuglink
+ * beside the file, in its .debug/ and under each debug root, CRC-checked.
+ * A debug file whose build-ID differs from the binary's is rejected.
+ */
+#ifndef BPFSAMPLER_DEBUGINFO_H
+#define BPFSAMPLER_DEBUGINFO_H
+
+#include <stddef.h>
+
+struct symtab;
+
+struct debuginfo_opts {
+	const char *const *roots; /* extra debug roots, searched first */
+	size_t nr_roots;
+	const char *sysroot;	  /* prefix for the standard paths, e.g.
+				   * /proc/PID/root; NULL or "" for / */
+};
+
+/*
+ * For a binary (st, loaded from the file whose path as the process sees it
+ * is `path`), loads the symbols of its debug file, laid out as the binary.
+ * Returns 0 and *out, -ENOENT when there is none, or -errno.
+ */
+int debuginfo__load(const struct symtab *st, const char *path, const struct debuginfo_opts *o,
+		    struct symtab **out);
+/* The CRC32 .gnu_debuglink uses, of a whole file. Returns 0 or -errno. */
+int debuginfo__file_crc(const char *path, unsigned int *crc);
+
+#endif

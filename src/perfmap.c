@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "perfmap.h"
+
+struct entry {
+	uint64_t start, size;
+	char *name;
+};
+
+struct perfmap {
+	struct entry *v;
+	size_t nr;
+};
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int add(struct perfmap *pm, size_t *cap, uint64_t start, uint64_t size, const char *name)
+{
+	if (pm->nr == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		struct entry *nv = realloc(pm->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		pm->v = nv;
+		*cap = ncap;
+	}
+	pm->v[pm->nr].name = strdup(name);
+	if (!pm->v[pm->nr].name)
+		return -ENOMEM;
+	pm->v[pm->nr].start = start;
+	pm->v[pm->nr++].size = size;
+	return 0;
+}
+
+int perfmap__load(const char *path, uid_t owner, struct perfmap **out)
+{
+	struct perfmap *pm;
+	size_t cap = 0, n = 0;
+	char *line = NULL;
+	struct stat st;
+	int fd, err = 0;
+	FILE *f;
+
+	/* O_NOFOLLOW and fstat on what was opened: no symlink games */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_uid != owner && st.st_uid != 0)) {
+		close(fd);
+		return -EPERM;
+	}
+	f = fdopen(fd, "r");
+	pm = calloc(1, sizeof(*pm));
+	if (!f || !pm) {
+		if (f)
+			fclose(f);
+		else
+			close(fd);
+		free(pm);
+		return -ENOMEM;
+	}
+	while (!err && getline(&line, &n, f) > 0) {
+		uint64_t start, size;
+		int name_at = 0;
+
+		if (sscanf(line, "%" SCNx64 " %" SCNx64 " %n", &start, &size, &name_at) < 2 ||
+		    !name_at)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		err = add(pm, &cap, start, size, line + name_at);
+	}
+	free(line);
+	fclose(f);
+	if (err) {
+		perfmap__free(pm);
+		return err;
+	}
+	qsort(pm->v, pm->nr, sizeof(*pm->v), cmp_start);
+	*out = pm;
+	return 0;
+}
+
+const char *perfmap__find(const struct perfmap *pm, uint64_t addr)
+{
+	size_t lo = 0, hi = pm->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pm->v[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr >= pm->v[lo - 1].start + pm->v[lo - 1].size)
+		return NULL;
+	return pm->v[lo - 1].name;
+}
+
+void perfmap__free(struct perfmap *pm)
+{
+	if (!pm)
+		return;
+	for (size_t i = 0; i < pm->nr; i++)
+		free(pm->v[i].name);
+	free(pm->v);
+	free(pm);
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Symbols from separate debug files: a stripped binary is named through its
+# build-ID in a --debug-dir root, and not without it.
+source "$(dirname "$0")/lib.sh"
+require_root symbols
+
+profile "$TMP/bare.folded" -F 999 -- "$W/shares-stripped" 1 || fail "stripped run"
+named=$(samples_matching "$TMP/bare.folded" ';share_fn_[0-9]+(;|$)')
+unnamed=$(samples_matching "$TMP/bare.folded" ';shares-stripped[+]0x[0-9a-f]+(;|$)')
+[ "$named" -eq 0 ] && [ "$unnamed" -gt 300 ] &&
+	pass "stripped, no debug file: frames show module+offset ($unnamed)" ||
+	fail "stripped, no debug file: frames show module+offset" "named $named, unnamed $unnamed"
+
+profile "$TMP/dbg.folded" -F 999 --debug-dir "$W/debugroot" -- "$W/shares-stripped" 1 ||
+	fail "stripped run with --debug-dir"
+total=$(comm_lines "$TMP/dbg.folded" shares-stripped >"$TMP/dbg.only"; total "$TMP/dbg.only")
+under=$(samples_matching "$TMP/dbg.only" ';main;run_shares;share_fn_[0-9]+(;|$)')
+within "stripped with --debug-dir: share_fn_* named under main;run_shares" \
+	"$(awk -v a="$under" -v t="$total" 'BEGIN { printf "%.4f", t ? a / t : 0 }')" 1 0.05
+
+# 100 children of ~30 ms each: gone long before the profile ends, named all
+# the same (their maps and files are read while they live).
+profile "$TMP/short.folded" -F 4000 -- "$W/fork_short" 100 30 || fail "short-lived run"
+all=$(comm_lines "$TMP/short.folded" fork_short >"$TMP/short.only"; total "$TMP/short.only")
+named=$(samples_matching "$TMP/short.only" ';main;child_burn(;|$)')
+unnamed=$(samples_matching "$TMP/short.only" '[[]unmapped[]]|[[]anon[]]|fork_short[+]0x')
+if [ "$all" -gt 5000 ]; then
+	# the rest is in clock_gettime, whose caller a frame-pointer walk loses
+	within "100 short-lived children: main;child_burn" "$(awk -v a="$named" -v t="$all" 'BEGIN { printf "%.4f", a / t }')" 1 0.06
+	[ "$unnamed" -eq 0 ] && pass "100 short-lived children: no frame left unnamed" ||
+		fail "100 short-lived children: no frame left unnamed" "$unnamed samples"
+else
+	fail "100 short-lived children: enough samples" "$all"
+fi
+
+# A binary deleted after it started: read through /proc/PID/map_files.
+cp "$W/shares" "$TMP/doomed"
+"$TMP/doomed" 3 &
+pid=$!
+sleep 0.3
+rm -f "$TMP/doomed"
+profile "$TMP/del.folded" -F 999 -d 1.5 -p "$pid" || fail "deleted-binary run"
+wait "$pid"
+n=$(samples_matching "$TMP/del.folded" ';main;run_shares;share_fn_[0-9]+(;|$)')
+all=$(total "$TMP/del.folded")
+within "binary deleted after start: still named" "$(awk -v a="$n" -v t="$all" 'BEGIN { printf "%.4f", t ? a / t : 0 }')" 1 0.05
+
+# A binary visible only inside a private mount namespace, profiled as a
+# command that has exited when the profile is written.
+mkdir -p "$TMP/ns"
+profile "$TMP/ns.folded" -F 999 -- unshare -m sh -c \
+	"mount -t tmpfs none '$TMP/ns' && cp '$W/shares' '$TMP/ns/hidden' && '$TMP/ns/hidden' 1.5" ||
+	fail "mount namespace run" "$(cat "$TMP/ns.folded.err")"
+[ ! -e "$TMP/ns/hidden" ] || fail "the binary must not be visible on the host"
+n=$(samples_matching "$TMP/ns.folded" '^hidden;.*;main;run_shares;share_fn_[0-9]+(;|$)')
+all=$(comm_lines "$TMP/ns.folded" hidden >"$TMP/ns.only"; total "$TMP/ns.only")
+within "binary only inside a mount namespace: named" "$(awk -v a="$n" -v t="$all" 'BEGIN { printf "%.4f", t ? a / t : 0 }')" 1 0.05
+
+# JIT code named from /tmp/perf-PID.map, only when the process's user (or
+# root) owns the map.
+profile "$TMP/jit.folded" -F 999 -- "$W/jit" 1.5 || fail "jit run"
+all=$(comm_lines "$TMP/jit.folded" jit >"$TMP/jit.only"; total "$TMP/jit.only")
+n=$(samples_matching "$TMP/jit.only" ';jit_hot_loop$')
+within "JIT code named from its perf map" "$(awk -v a="$n" -v t="$all" 'BEGIN { printf "%.4f", t ? a / t : 0 }')" 1 0.05
+profile "$TMP/jit2.folded" -F 999 -- "$W/jit" 1.5 65534 || fail "jit run, foreign map"
+n=$(samples_matching "$TMP/jit2.folded" 'jit_hot_loop')
+anon=$(samples_matching "$TMP/jit2.folded" '^jit;.*[[]anon[]][+]0x')
+[ "$n" -eq 0 ] && [ "$anon" -gt 500 ] && grep -qE "ignoring .*perf-[0-9]+[.]map" "$TMP/jit2.folded.err" &&
+	pass "a perf map owned by another user is ignored, and said so" ||
+	fail "a perf map owned by another user is ignored" "named $n, anon $anon: $(cat "$TMP/jit2.folded.err")"
+grep -l jit_hot_loop /tmp/perf-*.map 2>/dev/null | xargs -r rm -f

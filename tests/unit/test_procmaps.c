@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The /proc/PID/maps parser: odd paths, what is kept, lookups at the edges. */
+#include <errno.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "procmaps.h"
+#include "unit.h"
+
+static const char maps_text[] =
+	"00400000-00401000 r--p 00000000 fd:01 1234                       /usr/bin/app\n"
+	"00401000-00402000 r-xp 00001000 fd:01 1234                       /usr/bin/app\n"
+	"7f0000000000-7f0000021000 rw-p 00000000 00:00 0 \n"
+	"7f0000100000-7f0000200000 r-xp 00026000 08:02 99   /opt/my lib/libsp ace.so (deleted)\n"
+	"7f0000300000-7f0000301000 r-xp 00000000 00:00 0                  \n"
+	"7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0                  [vdso]\n"
+	"7ffd00010000-7ffd00031000 rw-p 00000000 00:00 0                  [stack]\n";
+
+static struct procmaps *parse(const char *text)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	struct procmaps *pm = NULL;
+
+	CHECK(f && procmaps__parse(f, 42, &pm) == 0, "parse");
+	if (f)
+		fclose(f);
+	return pm;
+}
+
+static void test_kept_and_fields(void)
+{
+	struct procmaps *pm = parse(maps_text);
+
+	if (!pm)
+		return;
+	CHECK(pm->pid == 42 && pm->nr == 4, "executable mappings only: %zu", pm->nr);
+	CHECK(pm->maps[0].start == 0x401000 && pm->maps[0].pgoff == 0x1000 &&
+		      pm->maps[0].inode == 1234 && pm->maps[0].dev == makedev(0xfd, 1),
+	      "fields of the first");
+	CHECK(strcmp(pm->maps[1].path, "/opt/my lib/libsp ace.so") == 0 && pm->maps[1].deleted,
+	      "spaces kept, (deleted) stripped: '%s'", pm->maps[1].path);
+	CHECK(pm->maps[2].path == NULL, "anonymous executable mapping has no path");
+	CHECK(strcmp(pm->maps[3].path, "[vdso]") == 0, "pseudo paths kept");
+	procmaps__free(pm);
+}
+
+static void test_find_edges(void)
+{
+	struct procmaps *pm = parse(maps_text);
+	const struct procmap *m;
+
+	if (!pm)
+		return;
+	m = procmaps__find(pm, 0x401000);
+	CHECK(m && m->start == 0x401000, "start is inside");
+	CHECK(procmaps__find(pm, 0x402000) == NULL, "end is outside");
+	m = procmaps__find(pm, 0x401fff);
+	CHECK(m && m->start == 0x401000, "last byte inside");
+	CHECK(procmaps__find(pm, 0x400500) == NULL, "non-executable mapping not kept");
+	CHECK(procmaps__find(pm, 0x7f0000250000) == NULL, "gap");
+	CHECK(procmaps__find(pm, 0) == NULL && procmaps__find(pm, ~0ULL) == NULL, "ends");
+	procmaps__free(pm);
+}
+
+static void test_bad_input(void)
+{
+	const char *bad = "this is not a maps line\n";
+	FILE *f = fmemopen((void *)bad, strlen(bad), "r");
+	struct procmaps *pm = NULL;
+
+	CHECK(procmaps__parse(f, 1, &pm) == -EINVAL && pm == NULL, "garbage is -EINVAL");
+	fclose(f);
+	CHECK(procmaps__load(4000000, &pm) == -ENOENT, "no such process");
+	procmaps__free(NULL);
+}
+
+static __attribute__((noinline)) int here(void)
+{
+	return 1;
+}
+
+static void test_self(void)
+{
+	struct procmaps *pm = NULL;
+	const struct procmap *m;
+	char exe[4096] = {};
+
+	CHECK(procmaps__load(getpid(), &pm) == 0, "own maps");
+	if (!pm)
+		return;
+	m = procmaps__find(pm, (uintptr_t)here);
+	CHECK(readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0, "exe");
+	CHECK(m && m->exec && m->path && strcmp(m->path, exe) == 0, "own code in %s",
+	      m && m->path ? m->path : "NULL");
+	procmaps__free(pm);
+}
+
+int main(void)
+{
+	RUN(test_kept_and_fields);
+	RUN(test_find_edges);
+	RUN(test_bad_input);
+	RUN(test_self);
+	UNIT_EXIT();
+}
