@@ -35,6 +35,10 @@ const volatile __u32 max_depth = BPFS_DEFAULT_DEPTH; /* user frames */
  * finished at return to user space when use_task_work is set. */
 const volatile __u32 irq_depth = BPFS_MAX_USER_DEPTH;
 const volatile bool use_task_work = false;
+/* bpfsampler itself: sampled like everyone (its cost shows), never
+ * announced, or reading its own maps would change them and announce it
+ * again, a loop. */
+const volatile __u32 loader_pid = 0;
 /* Ring data that makes the loader wake up (else it polls on a timer). */
 const volatile __u64 wakeup_bytes = 64 * 1024;
 /* Tests narrow stack ids to a few bits to force collisions and check that
@@ -74,11 +78,14 @@ struct {
 	__type(value, struct bpfs_stack);
 } stacks SEC(".maps");
 
-/* (pid, comm) pairs already announced to the loader: the first sample of a
- * process, or of its new image after an exec, sends a NEW_KEY record with a
- * wake-up, so that its maps are read while it lives. */
+/* (pid, comm, number of mappings) already announced to the loader: the
+ * first sample of a process, of its new image after an exec, or after its
+ * mappings changed (ld.so mapping libraries, dlopen) sends a NEW_KEY record
+ * with a wake-up, so that its maps are read while it lives: a maps read at
+ * the very first sample after exec sees no libraries yet. */
 struct seen_key {
 	__u32 pid;
+	__u32 map_count;
 	char comm[BPFS_COMM_LEN];
 };
 
@@ -739,13 +746,16 @@ static __always_inline bool send_sample(const struct bpfs_count_key *key, __u64 
 
 static __always_inline void announce_process(const struct bpfs_count_key *key)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct seen_key sk = { .pid = key->pid };
 	struct bpfs_rec_new_key *rec;
-	struct task_struct *task;
 	void *ring;
 	__u8 one = 1;
 
+	if (key->pid == loader_pid)
+		return;
 	__builtin_memcpy(sk.comm, key->comm, sizeof(sk.comm));
+	sk.map_count = BPF_CORE_READ(task, mm, map_count);
 	if (bpf_map_lookup_elem(&seen, &sk))
 		return;
 	bpf_map_update_elem(&seen, &sk, &one, BPF_ANY);
@@ -755,7 +765,6 @@ static __always_inline void announce_process(const struct bpfs_count_key *key)
 		stat_inc_global(BPFS_STAT_NOTIFY_LOST);
 		return;
 	}
-	task = bpf_get_current_task_btf();
 	rec->pid = key->pid;
 	rec->tid = key->tid;
 	rec->ppid = BPF_CORE_READ(task, real_parent, tgid);

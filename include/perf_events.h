@@ -10,16 +10,6 @@ struct perf_event_attr;
 struct int_list;
 struct event_list;
 
-/*
- * The cpu-clock timer at freq Hz. A fixed period (1e9/freq ns), not
- * frequency mode: the kernel refuses freq > perf_event_max_sample_rate at
- * open time and lowers that sysctl on its own when interrupts run long, and
- * a software timer needs no frequency feedback anyway. Pure: unit-tested.
- */
-void perf_events__timer_attr(unsigned int freq, struct perf_event_attr *attr);
-/* Samples per second that attr really gives (1e9/period for the timer). */
-double perf_events__effective_rate(const struct perf_event_attr *attr);
-
 struct perf_events;
 
 /* Opens every event of evs, disabled, on every CPU of cpus (NULL or empty:

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,9 @@
 
 struct sym {
 	uint64_t addr;
-	uint64_t size;
+	uint64_t size;	  /* st_size; 0 for much hand-written asm */
+	uint64_t end;	  /* lookups stop here: see set_ends() */
+	uint64_t scn_end; /* end of the symbol's section, or UINT64_MAX */
 	const char *name; /* in symtab->names */
 	unsigned char bind;
 	bool from_symtab;
@@ -25,9 +28,11 @@ struct seg {
 	uint64_t filesz;
 };
 
-/* Names are copied into one arena, so the ELF file is closed after load. */
+/* Names are copied into one arena, so the ELF file (and the copy of an
+ * in-memory image) is closed right after load: a symtab pins no fd and no
+ * mapping however long the cache keeps it. */
 struct symtab {
-	struct sym *syms;
+	struct sym *syms; /* sorted by addr, one per address */
 	size_t nr;
 	struct seg *segs;
 	size_t nsegs;
@@ -35,16 +40,23 @@ struct symtab {
 	char build_id[2 * 64 + 1];
 	char debuglink[256]; /* .gnu_debuglink file name, "" if none */
 	uint32_t debuglink_crc;
-	bool has_symtab;     /* a .symtab section with functions */
+	bool has_symtab; /* a .symtab section with functions */
 };
+
+/* elf_version() sets libelf-global state: once, even when two threads load
+ * their first files at the same time. */
+static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
+static bool elf_ok;
+
+static void elf_init_once(void)
+{
+	elf_ok = elf_version(EV_CURRENT) != EV_NONE;
+}
 
 static int elf_init(void)
 {
-	static int ok = -1;
-
-	if (ok < 0)
-		ok = elf_version(EV_CURRENT) != EV_NONE;
-	return ok ? 0 : -ENOSYS;
+	pthread_once(&elf_once, elf_init_once);
+	return elf_ok ? 0 : -ENOSYS;
 }
 
 static int read_segments(Elf *elf, struct symtab *st)
@@ -66,30 +78,53 @@ static int read_segments(Elf *elf, struct symtab *st)
 	return 0;
 }
 
+/* Looks through one block of notes; true when it held a GNU build-ID. */
+static bool take_build_id(Elf_Data *data, struct symtab *st)
+{
+	size_t off = 0, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+		const unsigned char *desc = (const unsigned char *)data->d_buf + desc_off;
+
+		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+		    memcmp((const char *)data->d_buf + name_off, "GNU", 4) || !nh.n_descsz ||
+		    nh.n_descsz > 64)
+			continue;
+		for (size_t i = 0; i < nh.n_descsz; i++)
+			snprintf(st->build_id + 2 * i, 3, "%02x", desc[i]);
+		return true;
+	}
+	return false;
+}
+
+/* SHT_NOTE sections first; PT_NOTE segments when the section headers are
+ * gone (sstrip, images rebuilt from memory), since the loader needs only
+ * the program headers and such files still run. */
 static void read_build_id(Elf *elf, struct symtab *st)
 {
 	Elf_Scn *scn = NULL;
+	size_t n;
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
-		Elf_Data *data;
-		GElf_Nhdr nh;
-		size_t off = 0, name_off, desc_off;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		data = elf_getdata(scn, NULL);
-		while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-			const unsigned char *desc = (const unsigned char *)data->d_buf + desc_off;
-
-			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-			    memcmp((const char *)data->d_buf + name_off, "GNU", 4) ||
-			    nh.n_descsz > 64)
-				continue;
-			for (size_t i = 0; i < nh.n_descsz; i++)
-				snprintf(st->build_id + 2 * i, 3, "%02x", desc[i]);
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOTE &&
+		    take_build_id(elf_getdata(scn, NULL), st))
 			return;
-		}
+	}
+	if (elf_getphdrnum(elf, &n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		Elf_Type type;
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_NOTE)
+			continue;
+		/* .note.gnu.property is 8-aligned, with 8-byte padding */
+		type = ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
+		if (take_build_id(elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz, type), st))
+			return;
 	}
 }
 
@@ -125,7 +160,23 @@ static void read_debuglink(Elf *elf, struct symtab *st)
 	}
 }
 
-/* Counts (names == NULL) or collects the function symbols of one section. */
+/* Where a size-0 symbol's reach stops when no symbol follows it. */
+static uint64_t section_end(Elf *elf, const GElf_Sym *s)
+{
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+
+	if (s->st_shndx >= SHN_LORESERVE) /* SHN_ABS, SHN_XINDEX: unknown */
+		return UINT64_MAX;
+	scn = elf_getscn(elf, s->st_shndx);
+	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) ||
+	    s->st_value < sh.sh_addr)
+		return UINT64_MAX;
+	return sh.sh_addr + sh.sh_size;
+}
+
+/* Counts (st->names == NULL) or collects the function symbols of one
+ * symbol table section. */
 static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct symtab *st,
 			   size_t *names_len)
 {
@@ -156,6 +207,7 @@ static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct s
 		st->syms[st->nr++] = (struct sym){
 			.addr = s.st_value,
 			.size = s.st_size,
+			.scn_end = section_end(elf, &s),
 			.name = st->names + *names_len,
 			.bind = GELF_ST_BIND(s.st_info),
 			.from_symtab = sh->sh_type == SHT_SYMTAB,
@@ -166,6 +218,8 @@ static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct s
 	return found;
 }
 
+/* Both tables: .dynsym alone names exported functions of stripped files,
+ * and duplicates of .symtab entries fold away by address. */
 static size_t scan_all(Elf *elf, struct symtab *st, size_t *names_len)
 {
 	Elf_Scn *scn = NULL;
@@ -180,9 +234,10 @@ static size_t scan_all(Elf *elf, struct symtab *st, size_t *names_len)
 	return found;
 }
 
-/* Aliases at one address: one name is kept. .symtab before .dynsym, then
- * global before weak before local, then the shorter name, then by bytes:
- * deterministic, and "getppid" wins over "__GI___getppid". */
+/* Aliases at one address: one name is kept. .symtab before .dynsym (its
+ * names carry versions), then global before weak before local, then the
+ * shorter name, then by bytes: the same name every run, and "getppid" wins
+ * over "__GI___getppid". */
 static int bind_rank(unsigned char b)
 {
 	return b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2;
@@ -206,6 +261,23 @@ static int cmp_sym(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* A sized symbol ends where it says: an address past it (padding, or code of
+ * a function we have no name for, like a static one in a stripped file) is
+ * unknown, not the previous function. A size-0 symbol (asm without .size)
+ * reaches the next symbol, but not past the end of its own section. */
+static void set_ends(struct symtab *st)
+{
+	for (size_t i = 0; i < st->nr; i++) {
+		struct sym *s = &st->syms[i];
+		uint64_t next = i + 1 < st->nr ? st->syms[i + 1].addr : UINT64_MAX;
+
+		if (s->size)
+			s->end = s->addr + s->size;
+		else
+			s->end = next < s->scn_end ? next : s->scn_end;
+	}
+}
+
 static int read_symbols(Elf *elf, struct symtab *st)
 {
 	size_t names_len = 0, n, k = 0;
@@ -219,15 +291,19 @@ static int read_symbols(Elf *elf, struct symtab *st)
 	scan_all(elf, st, &names_len);
 	qsort(st->syms, st->nr, sizeof(*st->syms), cmp_sym);
 	for (size_t i = 0; i < st->nr; i++) {
-		if (k && st->syms[k - 1].addr == st->syms[i].addr) {
-			/* keep the first (preferred) name, the largest size */
-			if (st->syms[i].size > st->syms[k - 1].size)
-				st->syms[k - 1].size = st->syms[i].size;
+		struct sym *keep = k ? &st->syms[k - 1] : NULL;
+
+		if (keep && keep->addr == st->syms[i].addr) {
+			/* the first is the preferred name; an alias may know
+			 * the size the preferred one lacks */
+			if (st->syms[i].size > keep->size)
+				keep->size = st->syms[i].size;
 			continue;
 		}
 		st->syms[k++] = st->syms[i];
 	}
 	st->nr = k;
+	set_ends(st);
 	return 0;
 }
 
@@ -242,16 +318,19 @@ static int load_elf(Elf *elf, struct symtab **out)
 	if (!st)
 		return -ENOMEM;
 	err = read_segments(elf, st);
-	if (!err)
-		err = read_symbols(elf, st);
-	if (err) {
-		symtab__free(st);
-		return err;
-	}
+	if (err)
+		goto err_free;
+	err = read_symbols(elf, st);
+	if (err)
+		goto err_free;
 	read_build_id(elf, st);
 	read_debuglink(elf, st);
 	*out = st;
 	return 0;
+
+err_free:
+	symtab__free(st);
+	return err;
 }
 
 int symtab__load(const char *path, struct symtab **out)
@@ -265,6 +344,7 @@ int symtab__load(const char *path, struct symtab **out)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	/* elf_begin() fails (NULL) on what it cannot read: -ENOEXEC too */
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	err = load_elf(elf, out);
 	elf_end(elf);
@@ -281,7 +361,9 @@ int symtab__load_mem(const void *buf, size_t size, struct symtab **out)
 	err = elf_init();
 	if (err)
 		return err;
-	copy = malloc(size); /* elf_memory wants writable memory */
+	/* elf_memory() takes a writable buffer it may convert in place; the
+	 * caller's (the vDSO) is read-only and shared. */
+	copy = malloc(size ? size : 1);
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, buf, size);
@@ -307,7 +389,7 @@ const char *symtab__find(const struct symtab *st, uint64_t vaddr, uint64_t *sym_
 	size_t lo = 0, hi = st->nr;
 	const struct sym *s;
 
-	/* the last symbol starting at or below vaddr */
+	/* the first symbol above vaddr; only the one before can hold it */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -319,8 +401,7 @@ const char *symtab__find(const struct symtab *st, uint64_t vaddr, uint64_t *sym_
 	if (!lo)
 		return NULL;
 	s = &st->syms[lo - 1];
-	/* Sized: only inside it. Size 0 (hand-written asm): up to the next. */
-	if (s->size && vaddr >= s->addr + s->size)
+	if (vaddr >= s->end)
 		return NULL;
 	if (sym_off)
 		*sym_off = vaddr - s->addr;

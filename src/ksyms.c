@@ -1,98 +1,184 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ksyms.h"
 
-/* All names and module names live in one arena; syms point into it. */
+/* Every name and module name lives in one arena that grows while loading, so
+ * entries hold arena offsets until the end and become pointers only once the
+ * arena stops moving. */
 struct ksyms {
-	struct ksym *syms;
+	struct ksym *syms; /* sorted by addr, one per address */
 	size_t nr;
 	char *arena;
-	size_t arena_len, arena_cap;
 	bool hidden;
 };
 
-static ssize_t arena_add(struct ksyms *ks, const char *s)
-{
-	size_t len = strlen(s) + 1;
+struct kentry {
+	uint64_t addr;
+	size_t name_off;
+	size_t mod_off; /* 0: vmlinux; else offset + 1 */
+	size_t seq;	/* line order, the last tie-break */
+	int rank;	/* alias preference, lower wins */
+};
 
-	if (ks->arena_len + len > ks->arena_cap) {
-		size_t cap = ks->arena_cap ? ks->arena_cap * 2 : 1 << 20;
+struct loader {
+	struct kentry *ents;
+	size_t nr, cap;
+	char *arena;
+	size_t arena_len, arena_cap;
+	size_t last_mod; /* module lines come in runs: intern the name */
+	size_t parsed;	 /* lines of any type that parsed */
+	bool nonzero;	 /* some address (any type) is not 0 */
+};
+
+static int arena_add(struct loader *ld, const char *s, size_t len, size_t *off)
+{
+	if (ld->arena_len + len + 1 > ld->arena_cap) {
+		size_t cap = ld->arena_cap ? ld->arena_cap * 2 : 1 << 21;
 		char *na;
 
-		while (cap < ks->arena_len + len)
+		while (cap < ld->arena_len + len + 1)
 			cap *= 2;
-		na = realloc(ks->arena, cap);
+		na = realloc(ld->arena, cap);
 		if (!na)
 			return -ENOMEM;
-		ks->arena = na;
-		ks->arena_cap = cap;
+		ld->arena = na;
+		ld->arena_cap = cap;
 	}
-	memcpy(ks->arena + ks->arena_len, s, len);
-	ks->arena_len += len;
-	return ks->arena_len - len;
+	memcpy(ld->arena + ld->arena_len, s, len);
+	ld->arena[ld->arena_len + len] = '\0';
+	*off = ld->arena_len;
+	ld->arena_len += len + 1;
+	return 0;
 }
 
-static int cmp_addr(const void *a, const void *b)
+/* Aliases at one address (memcpy/__memcpy) keep one name, chosen the same way
+ * every run: global text, then weak, then local, then file order. */
+static int type_rank(char type)
 {
-	const struct ksym *x = a, *y = b;
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-/* Until the arena stops moving, names are offsets; then pointers. */
-static void fix_pointers(struct ksyms *ks)
-{
-	for (size_t i = 0; i < ks->nr; i++) {
-		ks->syms[i].name = ks->arena + (uintptr_t)ks->syms[i].name;
-		if (ks->syms[i].module)
-			ks->syms[i].module = ks->arena + (uintptr_t)ks->syms[i].module - 1;
+	switch (type) {
+	case 'T': return 0;
+	case 'W': return 1;
+	case 't': return 2;
+	case 'w': return 3;
+	default: return -1; /* not text: data, bss, rodata, absolute... */
 	}
 }
 
-static int add_line(struct ksyms *ks, char *line, size_t *cap, bool *nonzero)
+static int add_module(struct loader *ld, const char *mod, size_t len, size_t *mod_off)
 {
-	char type, name[512], mod[128];
-	ssize_t name_off, mod_off = 0;
+	size_t off;
+	int err;
+
+	if (ld->last_mod && strncmp(ld->arena + ld->last_mod - 1, mod, len) == 0 &&
+	    ld->arena[ld->last_mod - 1 + len] == '\0') {
+		*mod_off = ld->last_mod;
+		return 0;
+	}
+	err = arena_add(ld, mod, len, &off);
+	if (err)
+		return err;
+	*mod_off = ld->last_mod = off + 1;
+	return 0;
+}
+
+/* "ffffffff81000000 T _stext" or "ffffffffc0a01000 t foo\t[mod]". Lines that
+ * do not parse are skipped: the format has grown before (module tags, BPF
+ * and ftrace trampolines) and one odd line must not cost every name. */
+static int add_line(struct loader *ld, const char *line)
+{
+	const char *name, *end, *mod = NULL;
+	size_t mod_len = 0, name_off, mod_off = 0;
+	struct kentry *e;
 	uint64_t addr;
-	int n;
+	char *p;
+	int rank, err;
 
-	mod[0] = '\0';
-	n = sscanf(line, "%" SCNx64 " %c %511s [%127[^]]]", &addr, &type, name, mod);
-	if (n < 3)
+	addr = strtoull(line, &p, 16);
+	if (p == line || p[0] != ' ' || !p[1] || p[2] != ' ')
 		return 0;
+	ld->parsed++;
 	if (addr)
-		*nonzero = true;
-	if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+		ld->nonzero = true;
+	rank = type_rank(p[1]);
+	if (rank < 0)
 		return 0;
-	if (ks->nr == *cap) {
-		struct ksym *ns = realloc(ks->syms, (*cap ? *cap * 2 : 65536) * sizeof(*ns));
-
-		if (!ns)
-			return -ENOMEM;
-		ks->syms = ns;
-		*cap = *cap ? *cap * 2 : 65536;
+	name = p + 3;
+	end = name + strcspn(name, "\t \n");
+	if (end == name)
+		return 0;
+	if (*end == '\t' && end[1] == '[') {
+		mod = end + 2;
+		mod_len = strcspn(mod, "]\n");
 	}
-	name_off = arena_add(ks, name);
-	if (name_off >= 0 && mod[0])
-		mod_off = arena_add(ks, mod) + 1; /* +1: 0 means "no module" */
-	if (name_off < 0 || mod_off < 0)
+	if (ld->nr == ld->cap) {
+		size_t cap = ld->cap ? ld->cap * 2 : 1 << 16;
+		struct kentry *ne = realloc(ld->ents, cap * sizeof(*ne));
+
+		if (!ne)
+			return -ENOMEM;
+		ld->ents = ne;
+		ld->cap = cap;
+	}
+	err = arena_add(ld, name, end - name, &name_off);
+	if (!err && mod)
+		err = add_module(ld, mod, mod_len, &mod_off);
+	if (err)
+		return err;
+	e = &ld->ents[ld->nr];
+	*e = (struct kentry){ addr, name_off, mod_off, ld->nr, rank };
+	ld->nr++;
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct kentry *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Sorts, keeps the preferred entry per address and turns offsets into
+ * pointers. The arena moves to ks. */
+static int finish(struct loader *ld, struct ksyms *ks)
+{
+	size_t k = 0;
+
+	if (ld->nr)
+		qsort(ld->ents, ld->nr, sizeof(*ld->ents), cmp_entry);
+	ks->syms = malloc((ld->nr ? ld->nr : 1) * sizeof(*ks->syms));
+	if (!ks->syms)
 		return -ENOMEM;
-	ks->syms[ks->nr++] = (struct ksym){ addr, (const char *)(uintptr_t)name_off,
-					    (const char *)(uintptr_t)mod_off };
+	ks->arena = ld->arena;
+	ld->arena = NULL;
+	for (size_t i = 0; i < ld->nr; i++) {
+		const struct kentry *e = &ld->ents[i];
+
+		if (k && ks->syms[k - 1].addr == e->addr)
+			continue;
+		ks->syms[k++] = (struct ksym){
+			.addr = e->addr,
+			.name = ks->arena + e->name_off,
+			.module = e->mod_off ? ks->arena + e->mod_off - 1 : NULL,
+		};
+	}
+	ks->nr = k;
 	return 0;
 }
 
 int ksyms__load(const char *path, struct ksyms **out)
 {
-	struct ksyms *ks;
-	bool nonzero = false;
-	size_t cap = 0, n = 0;
+	struct loader ld = {};
+	struct ksyms *ks = NULL;
 	char *line = NULL;
+	size_t n = 0;
 	int err = 0;
 	FILE *f;
 
@@ -101,25 +187,33 @@ int ksyms__load(const char *path, struct ksyms **out)
 		return -errno;
 	ks = calloc(1, sizeof(*ks));
 	if (!ks) {
-		fclose(f);
-		return -ENOMEM;
+		err = -ENOMEM;
+		goto out;
 	}
-	while (!err && getline(&line, &n, f) > 0)
-		err = add_line(ks, line, &cap, &nonzero);
+	while (getline(&line, &n, f) > 0) {
+		err = add_line(&ld, line);
+		if (err)
+			goto out;
+	}
+	if (ferror(f)) {
+		err = errno ? -errno : -EIO;
+		goto out;
+	}
+	if (ld.parsed && !ld.nonzero) {
+		/* kptr_restrict: every address reads 0, and zeroes name nothing */
+		ks->hidden = true;
+		ld.nr = 0;
+	}
+	err = finish(&ld, ks);
+out:
 	free(line);
+	free(ld.ents);
+	free(ld.arena);
 	fclose(f);
 	if (err) {
-		ks->nr = 0;
 		ksyms__free(ks);
 		return err;
 	}
-	if (!nonzero) {
-		/* kptr_restrict: every address reads 0; names would all collide */
-		ks->hidden = true;
-		ks->nr = 0;
-	}
-	fix_pointers(ks);
-	qsort(ks->syms, ks->nr, sizeof(*ks->syms), cmp_addr);
 	*out = ks;
 	return 0;
 }
@@ -128,6 +222,7 @@ const struct ksym *ksyms__find(const struct ksyms *ks, uint64_t addr)
 {
 	size_t lo = 0, hi = ks->nr;
 
+	/* the first symbol above addr; the one before it contains addr */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 

@@ -47,9 +47,17 @@ static void on_process(void *ctx, uint32_t pid, uint32_t ppid, const char *comm)
 	symbolizer__note_process(ctx, pid, ppid, comm);
 }
 
+/* Set once sampling must end: the drain in progress stops at the next
+ * record (records keep coming while we sample), until the final drain. */
+static volatile sig_atomic_t stop_draining;
+
 static int on_record(void *ctx, const void *data, size_t size)
 {
-	return stream__handle(ctx, data, size);
+	int err = stream__handle(ctx, data, size);
+
+	if (!err && stop_draining && exiting)
+		return -EINTR;
+	return err;
 }
 
 /* Measured (docs/design.md, "Two modes"): aggregation costs the profiled
@@ -94,6 +102,7 @@ static void sample_loop(struct sampler *s, const struct opts *o, struct command 
 	double deadline = o->duration > 0 ? now_s() + o->duration : 0;
 	double next_refresh = now_s() + 0.25;
 
+	stop_draining = 1;
 	while (!exiting) {
 		int timeout = 100;
 
@@ -116,6 +125,7 @@ static void sample_loop(struct sampler *s, const struct opts *o, struct command 
 		if (cmd && command__poll(cmd))
 			break;
 	}
+	stop_draining = 0; /* the final drain takes everything */
 }
 
 /* Records lost after the last one received: read where each CPU's

@@ -21,25 +21,6 @@ struct perf_events {
 	bool *handed_over; /* fd now owned by a BPF link */
 };
 
-void perf_events__timer_attr(unsigned int freq, struct perf_event_attr *attr)
-{
-	memset(attr, 0, sizeof(*attr));
-	attr->size = sizeof(*attr);
-	attr->type = PERF_TYPE_SOFTWARE;
-	attr->config = PERF_COUNT_SW_CPU_CLOCK;
-	attr->sample_period = (1000000000ULL + freq / 2) / freq;
-	attr->freq = 0;
-	attr->disabled = 1;
-	attr->read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-}
-
-double perf_events__effective_rate(const struct perf_event_attr *attr)
-{
-	if (attr->freq)
-		return attr->sample_freq;
-	return attr->sample_period ? 1e9 / attr->sample_period : 0;
-}
-
 static int all_online(struct int_list *out)
 {
 	int n = features__nr_cpus();

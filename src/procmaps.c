@@ -23,6 +23,8 @@ static int parse_line(char *line, struct procmap *m)
 	m->exec = strchr(perms, 'x') != NULL;
 	m->deleted = false;
 	m->path = NULL;
+	if (!m->exec)
+		return 0; /* dropped by the caller: no path to copy */
 	len = strlen(line + path_at);
 	while (len && (line[path_at + len - 1] == '\n'))
 		line[path_at + --len] = '\0';
@@ -43,46 +45,61 @@ static int cmp_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+static int push(struct procmaps *pm, size_t *cap, const struct procmap *m)
+{
+	if (pm->nr == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 32;
+		struct procmap *nm = realloc(pm->maps, ncap * sizeof(*nm));
+
+		if (!nm)
+			return -ENOMEM;
+		pm->maps = nm;
+		*cap = ncap;
+	}
+	pm->maps[pm->nr++] = *m;
+	return 0;
+}
+
 int procmaps__parse(FILE *f, int pid, struct procmaps **out)
 {
-	struct procmaps *pm = calloc(1, sizeof(*pm));
+	struct procmaps *pm;
 	size_t cap = 0, n = 0;
 	char *line = NULL;
 	int err = 0;
 
+	pm = calloc(1, sizeof(*pm));
 	if (!pm)
 		return -ENOMEM;
 	pm->pid = pid;
 	while (getline(&line, &n, f) > 0) {
 		struct procmap m;
 
-		if (parse_line(line, &m)) {
-			err = -EINVAL;
-			break;
-		}
-		if (!m.exec) {
-			free(m.path);
+		err = parse_line(line, &m);
+		if (err)
+			goto out;
+		if (!m.exec)
 			continue;
+		err = push(pm, &cap, &m);
+		if (err) {
+			free(m.path);
+			goto out;
 		}
-		if (pm->nr == cap) {
-			struct procmap *nm = realloc(pm->maps, (cap ? cap * 2 : 32) * sizeof(*nm));
-
-			if (!nm) {
-				free(m.path);
-				err = -ENOMEM;
-				break;
-			}
-			pm->maps = nm;
-			cap = cap ? cap * 2 : 32;
-		}
-		pm->maps[pm->nr++] = m;
 	}
+	/* A process that exits while we read makes read() fail (ESRCH): a
+	 * truncated list would look like a valid, smaller address space. */
+	if (ferror(f)) {
+		err = errno ? -errno : -EIO;
+		goto out;
+	}
+	/* The kernel lists VMAs in order already; text from elsewhere may not. */
+	if (pm->nr)
+		qsort(pm->maps, pm->nr, sizeof(*pm->maps), cmp_start);
+out:
 	free(line);
 	if (err) {
 		procmaps__free(pm);
 		return err;
 	}
-	qsort(pm->maps, pm->nr, sizeof(*pm->maps), cmp_start);
 	*out = pm;
 	return 0;
 }

@@ -50,6 +50,7 @@ static int configure(struct sampler *s)
 	int err;
 
 	skel->rodata->mode = o->mode;
+	skel->rodata->loader_pid = getpid();
 	skel->rodata->filter_mode = o->filter_mode;
 	/* Wake the loader when a quarter of a ring is full; it polls anyway. */
 	skel->rodata->wakeup_bytes = o->ring_size / 4;

@@ -342,8 +342,13 @@ int stream__handle(struct stream *st, const void *data, size_t size)
 	switch (h->type) {
 	case BPFS_REC_NEW_KEY: {
 		const struct bpfs_rec_new_key *r = data;
+		char comm[BPFS_COMM_LEN + 1] = {};
 
-		note_process(st, r->pid, r->ppid, r->comm);
+		/* BPF announces a process only when something changed (new,
+		 * exec, mappings): always pass it on */
+		memcpy(comm, r->comm, BPFS_COMM_LEN);
+		if (st->opts.on_process)
+			st->opts.on_process(st->opts.ctx, r->pid, r->ppid, comm);
 		return 0;
 	}
 	case BPFS_REC_SAMPLE: {

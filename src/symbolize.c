@@ -20,7 +20,10 @@ struct proc {
 	int pid;
 	char comm[17];
 	struct procmaps *maps; /* NULL: never readable */
+	struct procmaps *old_maps; /* before the last exec: a sample inside
+				    * execve still has the old image's stack */
 	unsigned int reads;    /* times the maps were read */
+	unsigned int eager;    /* announcements read at once since exec */
 	uid_t uid;	       /* real uid, for the perf map's owner check */
 	int nspid;	       /* pid in its own pid namespace */
 	struct perfmap *jit;   /* /tmp/perf-PID.map, when it has JIT code */
@@ -92,6 +95,7 @@ void symbolizer__free(struct symbolizer *sym)
 		return;
 	for (i = 0; sym->procs && hashmap__next(sym->procs, &i, NULL, &val);) {
 		procmaps__free(((struct proc *)val)->maps);
+		procmaps__free(((struct proc *)val)->old_maps);
 		perfmap__free(((struct proc *)val)->jit);
 		free(val);
 	}
@@ -193,11 +197,13 @@ static void load_perf_map(struct proc *p)
 static void load_maps(struct symbolizer *sym, struct proc *p)
 {
 	bool anon_exec = false;
+	int err;
 	struct procmaps *pm;
 
 	p->dirty = false;
-	if (procmaps__load(p->pid, &pm)) {
-		p_dbg("pid %d: maps unreadable (gone)", p->pid);
+	err = procmaps__load(p->pid, &pm);
+	if (err) {
+		p_dbg("pid %d: maps unreadable: %s", p->pid, strerror(-err));
 		return; /* gone: keep what we had */
 	}
 	if (!pm->nr) {
@@ -225,11 +231,15 @@ static void load_maps(struct symbolizer *sym, struct proc *p)
 }
 
 /*
- * The first samples of a process often come while ld.so is still mapping
- * its libraries, so one early read misses them. Read at once for a new
- * process or a new comm (exec) and for the next new key too; after that,
- * mark it dirty and let symbolizer__refresh() batch the reads.
+ * Called when the BPF side announces a process: new, exec'd (new comm), or
+ * with a changed number of mappings. The first few announcements of a
+ * process are read at once (early in its life it may be gone in
+ * milliseconds, and ld.so is still mapping libraries); after that, reads
+ * are batched by symbolizer__refresh(), since a process that keeps mapping
+ * and unmapping memory would announce itself at every sample.
  */
+#define EAGER_READS 8
+
 void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, const char *comm)
 {
 	struct proc *p = get_proc(sym, pid);
@@ -243,16 +253,20 @@ void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, const c
 		if (!hashmap__find(sym->procs, (void *)(uintptr_t)ppid))
 			symbolizer__note_process(sym, ppid, 0, comm);
 	}
-	p_dbg("new key: pid %d comm %s (maps read %u times)", pid, comm, p->reads);
+	p_dbg("process %d (%s) announced (maps read %u times)", pid, comm, p->reads);
 	if (strncmp(p->comm, comm, sizeof(p->comm) - 1) != 0) {
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
-		p->reads = p->reads ? 1 : 0; /* an exec: read twice again */
-		load_maps(sym, p);
-	} else if (p->reads < 2) {
-		load_maps(sym, p);
-	} else {
-		p->dirty = true;
+		p->eager = 0; /* an exec: a new life */
+		if (p->maps) {
+			procmaps__free(p->old_maps);
+			p->old_maps = p->maps;
+			p->maps = NULL;
+		}
 	}
+	if (p->eager++ < EAGER_READS)
+		load_maps(sym, p);
+	else
+		p->dirty = true;
 }
 
 void symbolizer__refresh(struct symbolizer *sym)
@@ -369,6 +383,8 @@ static const struct procmap *find_mapping(struct symbolizer *sym, struct proc *p
 		load_maps(sym, p);
 		m = p->maps ? procmaps__find(p->maps, addr) : NULL;
 	}
+	if (!m && p->old_maps)
+		m = procmaps__find(p->old_maps, addr);
 	return m;
 }
 

@@ -69,3 +69,27 @@ anon=$(samples_matching "$TMP/jit2.folded" '^jit;.*[[]anon[]][+]0x')
 	pass "a perf map owned by another user is ignored, and said so" ||
 	fail "a perf map owned by another user is ignored" "named $n, anon $anon: $(cat "$TMP/jit2.folded.err")"
 grep -l jit_hot_loop /tmp/perf-*.map 2>/dev/null | xargs -r rm -f
+
+# A process that starts after the profile and exits long before its end,
+# 20 times: every frame named each time (its maps are read while it lives,
+# again as ld.so maps its libraries).
+"$BPFS" -F 4000 -o "$TMP/exited.folded" 2>"$TMP/exited.err" &
+bpfs=$!
+for _ in $(seq 50); do
+	bpftool prog show name on_sample 2>/dev/null | grep -q on_sample && break
+	sleep 0.1
+done
+for _ in $(seq 20); do "$W/shares" 0.1; done
+sleep 0.3
+kill -INT $bpfs
+wait $bpfs || fail "exited-first run" "$(cat "$TMP/exited.err")"
+all=$(comm_lines "$TMP/exited.folded" shares >"$TMP/exited.only"; total "$TMP/exited.only")
+# Left unnamed: at most the samples of the exec itself and of ld.so's entry
+# stub (hand-written assembly), well under 1%.
+unnamed=$(samples_matching "$TMP/exited.only" '[[]unmapped[]]|[[]anon[]]|[+]0x')
+named=$(samples_matching "$TMP/exited.only" ';main;run_shares;share_fn_[0-9]+(;|$)')
+if [ "$all" -gt 1000 ] && [ $((unnamed * 100)) -lt "$all" ] && [ $((named * 100)) -gt $((all * 90)) ]; then
+	pass "20 processes gone before the end: named ($unnamed of $all samples with an unnamed frame)"
+else
+	fail "20 processes gone before the end: named" "$unnamed of $all unnamed, $named under share_fn"
+fi

@@ -31,6 +31,17 @@ static void test_timer_default(void)
 	l = parse_ok("task-clock", 100, 0);
 	CHECK(l.v[0].attr.config == PERF_COUNT_SW_TASK_CLOCK && l.v[0].attr.sample_period == 10000000,
 	      "task-clock at 100 Hz");
+	l = parse_ok("cpu-clock", 99, 0);
+	CHECK(l.v[0].attr.sample_period == 10101010, "99 Hz rounds: %llu",
+	      (unsigned long long)l.v[0].attr.sample_period);
+	l = parse_ok("cpu-clock", 100000, 0);
+	CHECK(l.v[0].attr.sample_period == 10000, "100 kHz is the 10 us hrtimer floor");
+	memset(&l, 0xff, sizeof(l));
+	l.nr = 0;
+	l = parse_ok("cpu-clock", 3, 0);
+	CHECK(l.v[0].attr.sample_period == 333333333 && !l.v[0].attr.inherit &&
+		      !l.v[0].attr.sample_type && !l.v[0].attr.exclude_idle,
+	      "3 Hz; every other field zero, not inherited");
 }
 
 static void test_hardware(void)

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /* kallsyms: text symbols only, modules named, hidden addresses, and the
  * live file. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ksyms.h"
@@ -31,9 +33,11 @@ static void test_fixture(void)
 			   "ffffffffc0002000 T other_mod_fn\t[other]\n";
 	char *path = write_tmp(text);
 	const struct ksym *k;
-	struct ksyms *ks;
+	struct ksyms *ks = NULL;
 
 	CHECK(ksyms__load(path, &ks) == 0, "load");
+	if (!ks)
+		return;
 	CHECK(!ksyms__hidden(ks), "addresses visible");
 	k = ksyms__find(ks, 0xffffffff81000150);
 	CHECK(k && strcmp(k->name, "helper") == 0 && !k->module, "helper");
@@ -50,44 +54,163 @@ static void test_fixture(void)
 	unlink(path);
 }
 
+/* Lines out of order, aliases at one address (in either order: the same
+ * name wins), BPF and ftrace entries, a 600-byte name, odd lines skipped. */
+static void test_aliases_and_odd_lines(void)
+{
+	static char longname[601];
+	char text[2048];
+	const struct ksym *k;
+	struct ksyms *ks = NULL;
+	char *path;
+
+	memset(longname, 'x', sizeof(longname) - 1);
+	snprintf(text, sizeof(text),
+		 "ffffffff81000400 t __memcpy_local\n"
+		 "ffffffff81000400 W memcpy_weak\n"
+		 "ffffffff81000400 T memcpy_global\n"
+		 "ffffffff81000500 W weak_then_local\n"
+		 "ffffffff81000500 t weak_then_local_l\n"
+		 "ffffffff81000000 T _stext\n"
+		 "garbage line\n"
+		 "ffffffff81000600\n"
+		 "ffffffff81000700 T %s\n"
+		 "ffffffffc0003000 t bpf_prog_0123456789abcdef_handle\t[bpf]\n"
+		 "ffffffffc0004000 t a_fn\t[mod_a]\n"
+		 "ffffffffc0004100 t b_fn\t[mod_b]\n"
+		 "ffffffffc0004200 t a_fn2\t[mod_a]\n",
+		 longname);
+	path = write_tmp(text);
+	CHECK(ksyms__load(path, &ks) == 0, "load");
+	if (!ks)
+		return;
+	k = ksyms__find(ks, 0xffffffff81000410);
+	CHECK(k && strcmp(k->name, "memcpy_global") == 0, "global alias wins: %s",
+	      k ? k->name : "NULL");
+	k = ksyms__find(ks, 0xffffffff81000500);
+	CHECK(k && strcmp(k->name, "weak_then_local") == 0, "weak beats local: %s",
+	      k ? k->name : "NULL");
+	k = ksyms__find(ks, 0xffffffff81000010);
+	CHECK(k && strcmp(k->name, "_stext") == 0, "sorted");
+	k = ksyms__find(ks, 0xffffffff81000701);
+	CHECK(k && strlen(k->name) == 600, "long name kept whole: %zu", k ? strlen(k->name) : 0);
+	k = ksyms__find(ks, 0xffffffffc0003008);
+	CHECK(k && strcmp(k->name, "bpf_prog_0123456789abcdef_handle") == 0 && k->module &&
+		      strcmp(k->module, "bpf") == 0,
+	      "bpf program");
+	k = ksyms__find(ks, 0xffffffffc0004208);
+	CHECK(k && strcmp(k->name, "a_fn2") == 0 && k->module && strcmp(k->module, "mod_a") == 0,
+	      "module named after another module's lines: %s", k && k->module ? k->module : "NULL");
+	k = ksyms__find(ks, 0xffffffffc0004108);
+	CHECK(k && k->module && strcmp(k->module, "mod_b") == 0, "mod_b");
+	ksyms__free(ks);
+	unlink(path);
+
+	/* the same aliases listed the other way round */
+	path = write_tmp("ffffffff81000400 T memcpy_global\n"
+			 "ffffffff81000400 W memcpy_weak\n"
+			 "ffffffff81000400 t __memcpy_local\n");
+	ks = NULL;
+	CHECK(ksyms__load(path, &ks) == 0, "load reversed");
+	k = ks ? ksyms__find(ks, 0xffffffff81000400) : NULL;
+	CHECK(k && strcmp(k->name, "memcpy_global") == 0, "order does not matter: %s",
+	      k ? k->name : "NULL");
+	ksyms__free(ks);
+	unlink(path);
+}
+
+static void test_missing(void)
+{
+	struct ksyms *ks = NULL;
+
+	CHECK(ksyms__load("/no/such/kallsyms", &ks) == -ENOENT && !ks, "missing is -ENOENT");
+	ksyms__free(NULL);
+}
+
+/* No lines is not kptr_restrict: nothing says the addresses were hidden. */
+static void test_empty(void)
+{
+	char *path = write_tmp("");
+	struct ksyms *ks = NULL;
+
+	CHECK(ksyms__load(path, &ks) == 0, "load");
+	CHECK(ks && !ksyms__hidden(ks) && !ksyms__find(ks, 0xffffffff81000000), "empty");
+	ksyms__free(ks);
+	unlink(path);
+}
+
 static void test_hidden(void)
 {
 	char *path = write_tmp("0000000000000000 T _stext\n0000000000000000 t helper\n");
-	struct ksyms *ks;
+	struct ksyms *ks = NULL;
 
 	CHECK(ksyms__load(path, &ks) == 0, "load");
+	if (!ks)
+		return;
 	CHECK(ksyms__hidden(ks), "kptr_restrict: all zero is hidden");
 	CHECK(ksyms__find(ks, 0x1000) == NULL, "no names from zeroes");
 	ksyms__free(ks);
 	unlink(path);
 }
 
+/* The live file: a well-known function and a module function, both found
+ * by reading the file the plain way. */
 static void test_live(void)
 {
 	FILE *f = fopen("/proc/kallsyms", "r");
-	uint64_t addr = 0;
-	char line[256], name[128], type;
+	uint64_t addr, sched = 0, mod_addr = 0;
+	char line[1024], name[600], mod[128] = "", want_mod[128] = "", type;
+	bool any_nonzero = false;
+	struct timespec t0, t1;
 	const struct ksym *k;
-	struct ksyms *ks;
+	struct ksyms *ks = NULL;
 
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%" SCNx64 " %c %127s", &addr, &type, name) == 3 &&
-		    strcmp(name, "schedule") == 0)
-			break;
+	while (f && fgets(line, sizeof(line), f)) {
+		int n = sscanf(line, "%" SCNx64 " %c %599s [%127[^]]]", &addr, &type, name, mod);
+
+		any_nonzero |= n >= 3 && addr;
+		if (n == 3 && strcmp(name, "schedule") == 0)
+			sched = addr;
+		if (n == 4 && !mod_addr && (type == 't' || type == 'T') && strcmp(mod, "bpf")) {
+			mod_addr = addr;
+			strcpy(want_mod, mod);
+		}
+	}
 	if (f)
 		fclose(f);
-	if (!addr)
-		SKIP_TEST("/proc/kallsyms hides addresses here (run as root)");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	CHECK(ksyms__load(NULL, &ks) == 0, "load /proc/kallsyms");
-	k = ksyms__find(ks, addr + 1);
-	CHECK(k && strcmp(k->name, "schedule") == 0, "schedule+1: %s", k ? k->name : "NULL");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (!ks)
+		return;
+	printf("    loaded /proc/kallsyms in %.1f ms\n",
+	       (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+	if (!any_nonzero) {
+		CHECK(ksyms__hidden(ks), "all zero: hidden");
+		ksyms__free(ks);
+		SKIP_TEST("/proc/kallsyms hides addresses here (run as root)");
+	}
+	CHECK(!ksyms__hidden(ks), "addresses visible");
+	CHECK(sched, "schedule is in /proc/kallsyms");
+	k = ksyms__find(ks, sched + 1);
+	CHECK(k && strcmp(k->name, "schedule") == 0 && !k->module, "schedule+1: %s",
+	      k ? k->name : "NULL");
+	if (mod_addr) {
+		k = ksyms__find(ks, mod_addr);
+		CHECK(k && k->addr == mod_addr && k->module && strcmp(k->module, want_mod) == 0,
+		      "module function at 0x%" PRIx64 " in [%s]: got [%s]", mod_addr, want_mod,
+		      k && k->module ? k->module : "NULL");
+	}
 	ksyms__free(ks);
 }
 
 int main(void)
 {
 	RUN(test_fixture);
+	RUN(test_aliases_and_odd_lines);
 	RUN(test_hidden);
+	RUN(test_missing);
+	RUN(test_empty);
 	RUN(test_live);
 	UNIT_EXIT();
 }

@@ -63,6 +63,44 @@ static void test_find_edges(void)
 	procmaps__free(pm);
 }
 
+/* Text from elsewhere (a saved snapshot) may be out of order; the last line
+ * may lack its newline; a path may hold "(deleted)" without being deleted. */
+static void test_odd_lines(void)
+{
+	static const char text[] =
+		"7f0000100000-7f0000200000 r-xp 00000000 103:02 7 /tmp/a (deleted) b\n"
+		"00401000-00402000 r-xp 00001000 fd:01 1234 /usr/bin/app\n"
+		"7f0000000000-7f0000001000 --xp 00000000 00:00 0";
+	struct procmaps *pm = parse(text);
+
+	if (!pm)
+		return;
+	CHECK(pm->nr == 3, "all three executable: %zu", pm->nr);
+	if (pm->nr != 3)
+		goto out;
+	CHECK(pm->maps[0].start == 0x401000 && pm->maps[1].start == 0x7f0000000000 &&
+		      pm->maps[2].start == 0x7f0000100000,
+	      "sorted by start");
+	CHECK(pm->maps[1].path == NULL && pm->maps[1].end == 0x7f0000001000,
+	      "anonymous, no newline");
+	CHECK(strcmp(pm->maps[2].path, "/tmp/a (deleted) b") == 0 && !pm->maps[2].deleted,
+	      "only a final \" (deleted)\" marks deletion: '%s'", pm->maps[2].path);
+	CHECK(pm->maps[2].dev == makedev(0x103, 2) && major(pm->maps[2].dev) == 0x103,
+	      "major above 0xff");
+	CHECK(procmaps__find(pm, 0x7f0000000fff) == &pm->maps[1], "find after sorting");
+out:
+	procmaps__free(pm);
+}
+
+static void test_empty(void)
+{
+	struct procmaps *pm = parse("");
+
+	CHECK(pm && pm->nr == 0, "no lines, no mappings");
+	CHECK(pm && procmaps__find(pm, 0x1000) == NULL, "nothing found");
+	procmaps__free(pm);
+}
+
 static void test_bad_input(void)
 {
 	const char *bad = "this is not a maps line\n";
@@ -100,6 +138,8 @@ int main(void)
 {
 	RUN(test_kept_and_fields);
 	RUN(test_find_edges);
+	RUN(test_odd_lines);
+	RUN(test_empty);
 	RUN(test_bad_input);
 	RUN(test_self);
 	UNIT_EXIT();
