@@ -85,8 +85,8 @@ int procmaps__parse(FILE *f, int pid, struct procmaps **out)
 			goto out;
 		}
 	}
-	/* A process that exits while we read makes read() fail (ESRCH): a
-	 * truncated list would look like a valid, smaller address space. */
+	/* read() can fail partway (the wait for the target's mmap lock is
+	 * killable): a truncated list would pass for a smaller address space. */
 	if (ferror(f)) {
 		err = errno ? -errno : -EIO;
 		goto out;
