@@ -22,8 +22,8 @@ int symtab__load_mem(const void *buf, size_t size, struct symtab **out);
 void symtab__free(struct symtab *st);
 
 /* Name of the function containing ELF virtual address vaddr, or NULL. A
- * symbol with size 0 covers up to the next symbol. *sym_off (may be NULL) gets
- * vaddr - symbol start. */
+ * symbol with size 0 covers up to the next symbol or the end of its section,
+ * whichever comes first. *sym_off (may be NULL) gets vaddr - symbol start. */
 const char *symtab__find(const struct symtab *st, uint64_t vaddr, uint64_t *sym_off);
 /* File offset -> ELF virtual address through the PT_LOAD program headers.
  * Returns 0 or -ENOENT when no PT_LOAD segment covers off. */
