@@ -6,8 +6,9 @@
 set -eu
 
 pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev"
-# tests: binutils (strip, objcopy, readelf for fixtures), gawk for checks
-pkgs="$pkgs binutils gawk"
+# tests: binutils (strip, objcopy, readelf, nm for fixtures), gawk for the
+# checks, util-linux (setpriv, unshare), python3 for tools/bench (smoke test)
+pkgs="$pkgs binutils gawk util-linux python3"
 if [ "${1:-}" = "--bench" ]; then
 	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine"
 fi
