@@ -768,6 +768,7 @@ static __always_inline void announce_process(const struct bpfs_count_key *key)
 	rec->pid = key->pid;
 	rec->tid = key->tid;
 	rec->ppid = BPF_CORE_READ(task, real_parent, tgid);
+	rec->mm = (__u64)task->mm;
 	__builtin_memcpy(rec->comm, key->comm, sizeof(rec->comm));
 	/* wake the loader now: a process may live only milliseconds */
 	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);

@@ -20,7 +20,8 @@ struct stream;
 
 /* A process seen for the first time or with a new comm (an exec); ppid is
  * 0 when unknown. */
-typedef void (*stream_process_fn)(void *ctx, uint32_t pid, uint32_t ppid, const char *comm);
+typedef void (*stream_process_fn)(void *ctx, uint32_t pid, uint32_t ppid, uint64_t mm,
+				  const char *comm);
 /* Where segments missing from the stream are looked up (the BPF map).
  * Returns 0 and fills out, or -ENOENT. */
 typedef int (*stream_fallback_fn)(void *ctx, uint64_t id, struct bpfs_stack *out);

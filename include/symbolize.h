@@ -32,9 +32,11 @@ struct symbolizer_opts {
 int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out);
 void symbolizer__free(struct symbolizer *sym);
 /* A process was seen (again): read its mappings while it is alive. A new
- * comm means it exec'd: the mappings are read anew. ppid (0: unknown) lends
+ * address space (mm, 0: unknown) means it exec'd: the mappings are read
+ * anew. ppid (0: unknown) lends
  * its mappings to a child forked without exec whose own could not be read. */
-void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, const char *comm);
+void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, uint64_t mm,
+			      const char *comm);
 /* Re-reads the mappings of processes with new samples since their last read
  * (call every few hundred ms while sampling, and once at the end). */
 void symbolizer__refresh(struct symbolizer *sym);

@@ -42,9 +42,9 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void on_process(void *ctx, uint32_t pid, uint32_t ppid, const char *comm)
+static void on_process(void *ctx, uint32_t pid, uint32_t ppid, uint64_t mm, const char *comm)
 {
-	symbolizer__note_process(ctx, pid, ppid, comm);
+	symbolizer__note_process(ctx, pid, ppid, mm, comm);
 }
 
 /* Set once sampling must end: the drain in progress stops at the next

@@ -144,7 +144,7 @@ static void note_process(struct stream *st, uint32_t pid, uint32_t ppid, const c
 	memcpy(known, comm16, BPFS_COMM_LEN);
 	memcpy(comm, comm16, BPFS_COMM_LEN);
 	if (st->opts.on_process)
-		st->opts.on_process(st->opts.ctx, pid, ppid, comm);
+		st->opts.on_process(st->opts.ctx, pid, ppid, 0, comm);
 }
 
 void stream__sample_key(const struct bpfs_rec_sample *r, struct bpfs_count_key *k)
@@ -348,7 +348,7 @@ int stream__handle(struct stream *st, const void *data, size_t size)
 		 * exec, mappings): always pass it on */
 		memcpy(comm, r->comm, BPFS_COMM_LEN);
 		if (st->opts.on_process)
-			st->opts.on_process(st->opts.ctx, r->pid, r->ppid, comm);
+			st->opts.on_process(st->opts.ctx, r->pid, r->ppid, r->mm, comm);
 		return 0;
 	}
 	case BPFS_REC_SAMPLE: {

@@ -28,6 +28,7 @@ struct proc {
 	int nspid;	       /* pid in its own pid namespace */
 	struct perfmap *jit;   /* /tmp/perf-PID.map, when it has JIT code */
 	int ppid;	       /* parent, when it forked us without exec */
+	uint64_t mm;	       /* address space last announced */
 	bool dirty;	       /* new samples since the last read */
 	bool refreshed;	       /* maps re-read once after a miss */
 };
@@ -240,7 +241,8 @@ static void load_maps(struct symbolizer *sym, struct proc *p)
  */
 #define EAGER_READS 8
 
-void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, const char *comm)
+void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, uint64_t mm,
+			      const char *comm)
 {
 	struct proc *p = get_proc(sym, pid);
 
@@ -251,10 +253,12 @@ void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, const c
 		/* read the parent's maps while it lives: they are the child's
 		 * if the child is gone before its own could be read */
 		if (!hashmap__find(sym->procs, (void *)(uintptr_t)ppid))
-			symbolizer__note_process(sym, ppid, 0, comm);
+			symbolizer__note_process(sym, ppid, 0, 0, comm);
 	}
 	p_dbg("process %d (%s) announced (maps read %u times)", pid, comm, p->reads);
-	if (strncmp(p->comm, comm, sizeof(p->comm) - 1) != 0) {
+	if (!p->comm[0])
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	if (mm && p->mm && mm != p->mm) {
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
 		p->eager = 0; /* an exec: a new life */
 		if (p->maps) {
@@ -263,6 +267,8 @@ void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, const c
 			p->maps = NULL;
 		}
 	}
+	if (mm)
+		p->mm = mm;
 	if (p->eager++ < EAGER_READS)
 		load_maps(sym, p);
 	else
@@ -385,6 +391,13 @@ static const struct procmap *find_mapping(struct symbolizer *sym, struct proc *p
 	}
 	if (!m && p->old_maps)
 		m = procmaps__find(p->old_maps, addr);
+	/* Not in any image of its own: a sample between fork and exec, whose
+	 * address space was still a copy of the parent's. */
+	if (!m && p->ppid && p->ppid != p->pid) {
+		parent = hashmap__find(sym->procs, (void *)(uintptr_t)p->ppid);
+		if (parent && parent->maps)
+			m = procmaps__find(parent->maps, addr);
+	}
 	return m;
 }
 

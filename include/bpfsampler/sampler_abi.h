@@ -131,6 +131,8 @@ struct bpfs_rec_new_key {
 	__u32 tid;
 	__u32 ppid; /* a child forked without exec maps what its parent did */
 	__u32 pad;
+	__u64 mm;   /* address-space identity: a new one is an exec (thread
+		     * names differ too, so comm cannot tell) */
 	char comm[BPFS_COMM_LEN];
 };
 

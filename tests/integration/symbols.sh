@@ -25,7 +25,7 @@ all=$(comm_lines "$TMP/short.folded" fork_short >"$TMP/short.only"; total "$TMP/
 named=$(samples_matching "$TMP/short.only" ';main;child_burn(;|$)')
 unnamed=$(samples_matching "$TMP/short.only" '[[]unmapped[]]|[[]anon[]]|fork_short[+]0x')
 if [ "$all" -gt 5000 ]; then
-	# the rest is in clock_gettime, whose caller a frame-pointer walk loses
+	# a few samples of the fork itself are outside child_burn
 	within "100 short-lived children: main;child_burn" "$(awk -v a="$named" -v t="$all" 'BEGIN { printf "%.4f", a / t }')" 1 0.06
 	# at most a few samples at the fork or exit itself (address space
 	# being built or torn down) may stay unnamed: under 0.5%

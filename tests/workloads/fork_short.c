@@ -1,37 +1,51 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fork_short COUNT LIFE_MS: forks COUNT children one after another, about
- * every 40 ms; each burns LIFE_MS of CPU in child_burn and exits. Ground
- * truth: every child's samples are in main;child_burn, in processes that
- * are gone long before the profile ends.
+ * fork_short COUNT LIFE_MS: forks COUNT children, one after another, a new
+ * one about every 40 ms (or when the previous one ended, if LIFE_MS > 40).
+ * Each child execs nothing: it burns LIFE_MS ms of its CPU time in
+ * child_burn and exits; the parent waits for each.
+ *
+ * GROUND TRUTH: every child's samples are ...;main;child_burn (the clock's
+ * system call is inlined into child_burn, burn.h), in processes that are
+ * gone long before the profile ends; COUNT * LIFE_MS ms of CPU in all.
  */
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "burn.h"
 
-__attribute__((noinline)) void child_burn(double seconds)
+#define USAGE "fork_short COUNT LIFE_MS"
+#define CHUNK 20000
+
+__attribute__((noinline)) unsigned long child_burn(double seconds)
 {
-	double end = clock_s(CLOCK_THREAD_CPUTIME_ID) + seconds;
+	double end = now_s(CLOCK_THREAD_CPUTIME_ID) + seconds;
 	unsigned long x = 1;
 
 	do {
-		for (int i = 0; i < 20000; i++) {
-			x = x * 6364136223846793005UL + 1;
+		for (int i = 0; i < CHUNK; i++) {
+			LCG_STEP(x);
 			BARRIER(x);
 		}
-	} while (clock_s(CLOCK_THREAD_CPUTIME_ID) < end);
+	} while (now_s(CLOCK_THREAD_CPUTIME_ID) < end);
+	return x;
 }
 
 int main(int argc, char **argv)
 {
-	const char *usage = "fork_short COUNT LIFE_MS";
-	long count = arg_long(argv[1], 1, usage);
-	long life = arg_long(argc > 2 ? argv[2] : NULL, 1, usage);
+	long count, life;
 
+	if (argc != 3)
+		usage_exit(USAGE);
+	count = arg_long(argv[1], 1, 1000000, USAGE);
+	life = arg_long(argv[2], 1, 3600 * 1000, USAGE);
 	for (long i = 0; i < count; i++) {
 		pid_t pid = fork();
 
+		if (pid < 0) {
+			perror("fork_short: fork");
+			return 1;
+		}
 		if (pid == 0) {
 			child_burn(life / 1000.0);
 			_exit(0);

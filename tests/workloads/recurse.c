@@ -1,46 +1,63 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * recurse DEPTH SECONDS: main -> run_recurse -> recurse x DEPTH ->
- * recurse_leaf, which spins. Ground truth: every sample's user stack is
- * ...;main;run_recurse;recurse (DEPTH times);recurse_leaf.
+ * recurse DEPTH SECONDS: main -> run_recurse -> recurse (DEPTH frames of it,
+ * each a real call whose result is used after it returns: no tail call, no
+ * loop) -> recurse_leaf, which spins until SECONDS of wall time passed.
+ *
+ * GROUND TRUTH: every sample's user stack is
+ *   (libc start frames);main;run_recurse;recurse x DEPTH;recurse_leaf
+ * including the samples taken in the kernel while recurse_leaf reads the
+ * clock (the system call is inlined into it, burn.h). A recurse frame is
+ * 16 bytes (return address and saved rbp), so DEPTH up to the cap of
+ * 100000 needs 1.6 MB of the default 8 MB stack.
  */
 #include "burn.h"
 
-static double end_time;
+#define USAGE "recurse DEPTH SECONDS"
+#define CHUNK 20000
+
+static double end_time;	/* CLOCK_MONOTONIC */
 
 __attribute__((noinline)) unsigned long recurse_leaf(void)
 {
 	unsigned long x = 1;
 
-	while (clock_s(CLOCK_MONOTONIC) < end_time) {
-		for (int i = 0; i < 4000; i++) {
-			x = x * 6364136223846793005UL + 1;
+	do {
+		for (int i = 0; i < CHUNK; i++) {
+			LCG_STEP(x);
 			BARRIER(x);
 		}
-	}
+	} while (now_s(CLOCK_MONOTONIC) < end_time);
 	return x;
 }
 
-/* The result is used after the call, so this is no tail call. */
+/* depth frames of recurse, the last one calls recurse_leaf */
 __attribute__((noinline)) unsigned long recurse(long depth)
 {
 	unsigned long r = depth > 1 ? recurse(depth - 1) : recurse_leaf();
 
-	BARRIER(r);
+	BARRIER(r);	/* r is used after the call: not a tail call */
 	return r + 1;
 }
 
 __attribute__((noinline)) unsigned long run_recurse(long depth, double seconds)
 {
-	end_time = clock_s(CLOCK_MONOTONIC) + seconds;
-	return recurse(depth) + 1;
+	unsigned long r;
+
+	end_time = now_s(CLOCK_MONOTONIC) + seconds;
+	r = recurse(depth);
+	BARRIER(r);
+	return r + 1;
 }
 
 int main(int argc, char **argv)
 {
-	const char *usage = "recurse DEPTH SECONDS";
-	long depth = arg_long(argv[1], 1, usage);
-	double seconds = arg_seconds(argc > 2 ? argv[2] : NULL, usage);
+	long depth;
+	double seconds;
 
+	if (argc != 3)
+		usage_exit(USAGE);
+	depth = arg_long(argv[1], 1, 100000, USAGE);
+	seconds = arg_seconds(argv[2], USAGE);
 	return run_recurse(depth, seconds) == 0;
 }

@@ -1,31 +1,42 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * threads N SECONDS: N threads named worker-0..worker-N-1, each running the
- * same CPU-bound thread_work for SECONDS. Ground truth: equal CPU per thread;
- * with THREADS_REPORT=1 in the environment each thread prints
- * "TID CPU_SECONDS" at its end, the truth to compare samples per thread with.
+ * threads N SECONDS: N threads named worker-0 .. worker-<N-1> (comm, set
+ * with pthread_setname_np), each running the same CPU-bound thread_work
+ * until SECONDS of wall time passed. The main thread only joins (sleeps).
+ *
+ * GROUND TRUTH: every worker's samples are ...;thread_work (start_thread
+ * and the pthread frames above it, which libc builds without frame
+ * pointers); equal CPU time per thread, so equal samples per thread, when
+ * N <= CPUs or the scheduler is fair. The exact truth: with THREADS_REPORT
+ * set in the environment each thread prints "TID CPU_SECONDS" (its own
+ * CLOCK_THREAD_CPUTIME_ID) on stdout as it ends.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <sys/syscall.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "burn.h"
 
-static double seconds;
+#define USAGE "threads N SECONDS"
+#define CHUNK 20000
 
-__attribute__((noinline)) void thread_work(void)
+static double end_time;	/* CLOCK_MONOTONIC */
+
+__attribute__((noinline)) unsigned long thread_work(void)
 {
-	double end = clock_s(CLOCK_MONOTONIC) + seconds;
 	unsigned long x = 1;
 
-	while (clock_s(CLOCK_MONOTONIC) < end) {
-		for (int i = 0; i < 4000; i++) {
-			x = x * 6364136223846793005UL + 1;
+	do {
+		for (int i = 0; i < CHUNK; i++) {
+			LCG_STEP(x);
 			BARRIER(x);
 		}
-	}
+	} while (now_s(CLOCK_MONOTONIC) < end_time);
+	return x;
 }
+
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *worker(void *arg)
 {
@@ -34,20 +45,37 @@ static void *worker(void *arg)
 	snprintf(name, sizeof(name), "worker-%ld", (long)arg);
 	pthread_setname_np(pthread_self(), name);
 	thread_work();
-	if (getenv("THREADS_REPORT"))
+	if (getenv("THREADS_REPORT")) {
+		pthread_mutex_lock(&report_lock);
 		printf("%ld %.6f\n", (long)syscall(SYS_gettid), clock_s(CLOCK_THREAD_CPUTIME_ID));
+		fflush(stdout);
+		pthread_mutex_unlock(&report_lock);
+	}
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	const char *usage = "threads N SECONDS";
-	long n = arg_long(argv[1], 1, usage);
-	pthread_t *t = calloc(n, sizeof(*t));
+	long n;
+	double seconds;
+	pthread_t *t;
+	int err;
 
-	seconds = arg_seconds(argc > 2 ? argv[2] : NULL, usage);
-	for (long i = 0; i < n; i++)
-		pthread_create(&t[i], NULL, worker, (void *)i);
+	if (argc != 3)
+		usage_exit(USAGE);
+	n = arg_long(argv[1], 1, 4096, USAGE);
+	seconds = arg_seconds(argv[2], USAGE);
+	t = calloc(n, sizeof(*t));
+	if (!t)
+		return 1;
+	end_time = clock_s(CLOCK_MONOTONIC) + seconds;
+	for (long i = 0; i < n; i++) {
+		err = pthread_create(&t[i], NULL, worker, (void *)i);
+		if (err) {
+			fprintf(stderr, "threads: pthread_create: %s\n", strerror(err));
+			return 1;
+		}
+	}
 	for (long i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
 	free(t);

@@ -1,32 +1,39 @@
 # Workloads with a known answer, for the integration tests and tools/bench.
-# Included by the top-level Makefile. Built with frame pointers (leaf
-# functions too) and without sibling calls, so the stacks are whole.
+# Included by the top-level Makefile (`make workloads`); every output goes to
+# $(OUTPUT)/workloads/. Built with frame pointers (leaf functions too),
+# without sibling calls and without inlining of functions called once, so
+# the stacks are whole and the names in a profile are the ones in the
+# source. Each program's ground truth is in the comment at its top.
+WL_SRC := tests/workloads
 WL_OUT := $(OUTPUT)/workloads
-WL_CFLAGS := -O2 -g -Wall -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
-	-fno-optimize-sibling-calls -fno-inline-functions-called-once -pthread
-WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie threads recurse uselib syscalls cpuburn \
-	shares-stripped cache branch fork_short jit)
+WL_MK := $(WL_SRC)/workloads.mk
+WL_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -pthread \
+	-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+	-fno-optimize-sibling-calls -fno-inline-functions-called-once
+WL_DEPFLAGS = -MMD -MP -MF $@.d
+WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recurse \
+	libwork.so uselib syscalls cache branch fork_short cpuburn jit)
 
 workloads: $(WL_BINS)
 
 $(WL_OUT):
 	$(Q)mkdir -p $@
 
-$(WL_OUT)/shares: tests/workloads/shares.c | $(WL_OUT)
+$(WL_OUT)/shares: $(WL_SRC)/shares.c $(WL_MK) | $(WL_OUT)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WL_CFLAGS) -MMD -MP -no-pie $< -o $@
+	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) -fno-pie -no-pie $< -o $@
 
-$(WL_OUT)/shares-pie: tests/workloads/shares.c | $(WL_OUT)
+$(WL_OUT)/shares-pie: $(WL_SRC)/shares.c $(WL_MK) | $(WL_OUT)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WL_CFLAGS) -MMD -MP -fPIE -pie $< -o $@
+	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) -fPIE -pie $< -o $@
 
-$(WL_OUT)/libwork.so: tests/workloads/libwork.c | $(WL_OUT)
+$(WL_OUT)/libwork.so: $(WL_SRC)/libwork.c $(WL_MK) | $(WL_OUT)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WL_CFLAGS) -MMD -MP -shared -fPIC $< -o $@
+	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) -shared -fPIC $< -o $@
 
-$(WL_OUT)/uselib: tests/workloads/uselib.c $(WL_OUT)/libwork.so | $(WL_OUT)
+$(WL_OUT)/uselib: $(WL_SRC)/uselib.c $(WL_OUT)/libwork.so $(WL_MK) | $(WL_OUT)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WL_CFLAGS) -MMD -MP $< -L$(WL_OUT) -lwork -Wl,-rpath,'$$ORIGIN' -o $@
+	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) $< -L$(WL_OUT) -lwork -Wl,-rpath,'$$ORIGIN' -o $@
 
 # shares stripped of all symbols, its .symtab in a debug root by build-ID:
 # named only when bpfsampler finds the debug file (--debug-dir).
@@ -37,8 +44,8 @@ $(WL_OUT)/shares-stripped: $(WL_OUT)/shares
 		objcopy --only-keep-debug $< $(WL_OUT)/debugroot/.build-id/$${id%"$${id#??}"}/$${id#??}.debug
 	$(Q)strip --strip-all -o $@ $<
 
-$(WL_OUT)/%: tests/workloads/%.c | $(WL_OUT)
+$(WL_OUT)/%: $(WL_SRC)/%.c $(WL_MK) | $(WL_OUT)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WL_CFLAGS) -MMD -MP $< -o $@
+	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) $< -o $@
 
 -include $(wildcard $(WL_OUT)/*.d)
