@@ -20,6 +20,10 @@ long features__max_stack(void);
 /* Whether the kernel has bpf_task_work_schedule_resume (Linux 6.18): a
  * BPF callback in a thread's own context at its return to user space. */
 bool features__has_task_work(void);
+/* Whether executable mappings can be followed as they are made (the mmap
+ * syscall's exit tracepoint and bpf_find_vma), so that each sample is named
+ * after the mappings live when it was taken. */
+bool features__has_mmap_tracking(void);
 /* The table printed by --version -v. */
 void features__print(FILE *f);
 

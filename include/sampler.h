@@ -68,6 +68,9 @@ struct sampler;
 int sampler__new(const struct sampler_opts *o, struct sampler **out);
 int sampler__add_filter(struct sampler *s, uint32_t id);
 int sampler__start(struct sampler *s);
+/* Whether executable mappings are followed as they are made (after start):
+ * BPFS_REC_MAP records come, and samples carry their process's map_gen. */
+bool sampler__tracks_mappings(const struct sampler *s);
 /* Drains pending notifications, waiting up to timeout_ms. Returns >= 0, or
  * -errno (an interrupted wait returns 0). */
 int sampler__poll(struct sampler *s, int timeout_ms);

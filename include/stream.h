@@ -22,6 +22,8 @@ struct stream;
  * 0 when unknown. */
 typedef void (*stream_process_fn)(void *ctx, uint32_t pid, uint32_t ppid, uint64_t mm,
 				  const char *comm);
+/* A process mapped a file executable (BPFS_REC_MAP). */
+typedef void (*stream_mapping_fn)(void *ctx, const struct bpfs_rec_map *r);
 /* Where segments missing from the stream are looked up (the BPF map).
  * Returns 0 and fills out, or -ENOENT. */
 typedef int (*stream_fallback_fn)(void *ctx, uint64_t id, struct bpfs_stack *out);
@@ -31,6 +33,7 @@ typedef int (*stream_count_fn)(void *ctx, const struct bpfs_count_key *key,
 struct stream_opts {
 	bool keep_samples;	       /* for --format samples */
 	stream_process_fn on_process;  /* may be NULL */
+	stream_mapping_fn on_mapping;  /* may be NULL */
 	void *ctx;
 };
 
@@ -43,6 +46,7 @@ struct stream_stats {
 	uint64_t malformed;	/* too short or of unknown type: dropped */
 	uint64_t gaps;		/* records missing by sequence number */
 	uint64_t reordered;	/* records older than one already seen */
+	uint64_t mappings;	/* mapping records */
 	uint64_t completions;	/* completion records */
 	uint64_t completed;	/* pending samples they completed */
 	uint64_t never_completed; /* pending samples left at the end */

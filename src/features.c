@@ -4,6 +4,8 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -150,19 +152,56 @@ int features__check(void)
 	return 0;
 }
 
+/* Whether the kernel's BTF has a function (or kfunc) of this name. */
+static bool kernel_has_func(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool has = btf && btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) > 0;
+
+	btf__free(btf);
+	return has;
+}
+
 bool features__has_task_work(void)
 {
 	static int has = -1;
-	struct btf *btf;
 
-	if (has >= 0)
-		return has;
-	/* A kfunc is found by name in the kernel's BTF (Linux 6.18 added
-	 * bpf_task_work_schedule_resume_impl). */
-	btf = btf__load_vmlinux_btf();
-	has = btf && btf__find_by_name_kind(btf, "bpf_task_work_schedule_resume_impl",
-					    BTF_KIND_FUNC) > 0;
-	btf__free(btf);
+	/* Linux 6.18 added the kfunc bpf_task_work_schedule_resume_impl. */
+	if (has < 0)
+		has = kernel_has_func("bpf_task_work_schedule_resume_impl");
+	return has;
+}
+
+/* Whether tracefs shows this tracepoint. libbpf looks tracepoints up there
+ * and does not mount it: mount it where the kernel expects it (as perf
+ * does) when nothing is there yet. */
+static bool have_tracepoint(const char *rel)
+{
+	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char path[256];
+	struct stat sb;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+			snprintf(path, sizeof(path), "%s/events/%s", roots[i], rel);
+			if (!stat(path, &sb))
+				return true;
+		}
+		if (pass || mount("nodev", roots[0], "tracefs", 0, NULL))
+			break;
+	}
+	return false;
+}
+
+bool features__has_mmap_tracking(void)
+{
+	static int has = -1;
+
+	/* The mmap syscall's exit tracepoint (CONFIG_FTRACE_SYSCALLS) and
+	 * bpf_find_vma (Linux 5.17) to read the mapping it made. */
+	if (has < 0)
+		has = have_tracepoint("syscalls/sys_exit_mmap") &&
+		      libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_find_vma, NULL) == 1;
 	return has;
 }
 
@@ -180,6 +219,10 @@ void features__print(FILE *f)
 		probe_perf_events() == 0 ? "yes" : "no");
 	fprintf(f, "task_work completion (6.18):      %s\n",
 		features__has_task_work() ? "yes" : "no (stacks cut by a fault stay marked)");
+	fprintf(f, "mapping changes (mmap, exec):     %s\n",
+		features__has_mmap_tracking()
+			? "yes"
+			: "no (names from the mappings read, which a later dlopen can replace)");
 	fprintf(f, "possible CPUs:                    %d\n", features__nr_cpus());
 	fprintf(f, "perf_event_max_sample_rate:       %ld\n", features__max_sample_rate());
 	fprintf(f, "perf_event_max_stack:             %ld\n", features__max_stack());

@@ -47,6 +47,19 @@ static void on_process(void *ctx, uint32_t pid, uint32_t ppid, uint64_t mm, cons
 	symbolizer__note_process(ctx, pid, ppid, mm, comm);
 }
 
+static void on_mapping(void *ctx, const struct bpfs_rec_map *r)
+{
+	symbolizer__note_mapping(ctx, r->pid,
+				 &(struct sym_mapping){ .gen = r->gen,
+							.exec = r->flags & BPFS_MAP_F_EXEC,
+							.mm = r->mm,
+							.start = r->start,
+							.end = r->end,
+							.pgoff = r->pgoff,
+							.dev = r->dev,
+							.ino = r->ino });
+}
+
 /* Set once sampling must end: the drain in progress stops at the next
  * record (records keep coming while we sample), until the final drain. */
 static volatile sig_atomic_t stop_draining;
@@ -267,11 +280,13 @@ static void print_summary(const struct opts *o, const struct sampler_stats *st,
 
 		symbolizer__stats(sym, &ys);
 		fprintf(stderr, "  symbols: user %llu/%llu frames named, kernel %llu/%llu, %llu "
-			"processes' mappings read, %llu files parsed, %llu debug files\n",
+			"processes' mappings read, %llu files parsed, %llu debug files, %llu "
+			"executable mappings followed (%llu files not opened)\n",
 			(unsigned long long)ys.user_named, (unsigned long long)ys.user_frames,
 			(unsigned long long)ys.kernel_named, (unsigned long long)ys.kernel_frames,
 			(unsigned long long)ys.processes, (unsigned long long)ys.files,
-			(unsigned long long)ys.debug_files);
+			(unsigned long long)ys.debug_files, (unsigned long long)ys.mappings,
+			(unsigned long long)ys.mappings_unopened);
 	}
 }
 
@@ -296,6 +311,7 @@ static int run(const struct opts *o, struct outputs *outs)
 		err = stream__new(&(struct stream_opts){ .keep_samples =
 							     o->format == OPTS_FORMAT_SAMPLES,
 							 .on_process = on_process,
+							 .on_mapping = on_mapping,
 							 .ctx = sym },
 				  &stream);
 	if (err)
@@ -317,6 +333,7 @@ static int run(const struct opts *o, struct outputs *outs)
 	err = sampler__start(s);
 	if (err)
 		goto out;
+	symbolizer__set_tracking(sym, sampler__tracks_mappings(s));
 	if (cmd) {
 		err = command__release(cmd);
 		if (err)

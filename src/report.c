@@ -76,7 +76,7 @@ static size_t add_user(struct build_ctx *c, const struct bpfs_count_key *k, size
 		c->fr[n++] = "[user stack segment missing]";
 	/* ips[0] is the leaf; folded wants the outermost first. */
 	for (size_t i = nr; i-- > 0;)
-		c->fr[n++] = symbolizer__user(c->sym, k->pid, c->ips[i], i > 0);
+		c->fr[n++] = symbolizer__user(c->sym, k->pid, k->map_gen, c->ips[i], i > 0);
 	return n;
 }
 
@@ -260,6 +260,8 @@ static const char *const stat_names[BPFS_STAT_NR] = {
 	[BPFS_STAT_STACK_RECS_LOST] = "of them stack records (read from the map instead)",
 	[BPFS_STAT_NOTIFY_LOST] = "new-process notifications dropped",
 	[BPFS_STAT_FOLLOW_FULL] = "forked children not followed (filter full)",
+	[BPFS_STAT_MAP_RECS_LOST] = "mapping records not sent (ring full: samples after them "
+				    "may be named after older mappings; raise --ring-size)",
 };
 
 static void print_group(FILE *f, const char *title, const struct sampler_stats *st,
@@ -333,7 +335,7 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 	else
 		fprintf(f, "  lost: 0\n");
 	print_group(f, "incomplete:", st, BPFS_STAT_USTACK_ERR, BPFS_STAT_KSTACK_TRUNC);
-	print_group(f, "other:", st, BPFS_STAT_STACK_RECS_LOST, BPFS_STAT_FOLLOW_FULL);
+	print_group(f, "other:", st, BPFS_STAT_STACK_RECS_LOST, BPFS_STAT_MAP_RECS_LOST);
 	if (ss->gaps || v[BPFS_STAT_RECS_UNSENT])
 		fprintf(f, "  rings: %" PRIu64 " records not sent (ring full), %" PRIu64
 			" missing by sequence number%s\n",

@@ -60,6 +60,7 @@ static int configure(struct sampler *s)
 	skel->rodata->max_depth = o->max_depth;
 	skel->rodata->irq_depth = o->irq_depth ? o->irq_depth : o->max_depth;
 	skel->rodata->use_task_work = o->completion && features__has_task_work();
+	skel->rodata->track_maps = features__has_mmap_tracking();
 	if (o->stack_id_bits && o->stack_id_bits < 64)
 		skel->rodata->stack_id_mask = (1ULL << o->stack_id_bits) - 1;
 
@@ -82,6 +83,10 @@ static int configure(struct sampler *s)
 		err = bpf_map__set_inner_map_fd(skel->maps.rings, s->ring_fds[0]);
 	if (!err)
 		err = bpf_program__set_autoload(skel->progs.on_fork, o->follow_children);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.on_mmap, skel->rodata->track_maps);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.on_exec, skel->rodata->track_maps);
 	return err;
 }
 
@@ -216,6 +221,17 @@ int sampler__start(struct sampler *s)
 			return err;
 		}
 	}
+	/* Before the events: a sample must never carry a gen whose mapping
+	 * record was not sent. */
+	if (s->skel->rodata->track_maps) {
+		s->skel->links.on_exec = bpf_program__attach(s->skel->progs.on_exec);
+		if (s->skel->links.on_exec)
+			s->skel->links.on_mmap = bpf_program__attach(s->skel->progs.on_mmap);
+		if (!s->skel->links.on_mmap)
+			p_warn("cannot follow mapping changes (tracepoints sys_exit_mmap, "
+			       "sched_process_exec: %s): frames are named after the mappings read "
+			       "from /proc", strerror(errno));
+	}
 	n = perf_events__nr(s->events);
 	s->links = calloc(n, sizeof(*s->links));
 	if (!s->links)
@@ -241,6 +257,11 @@ int sampler__start(struct sampler *s)
 	if (err)
 		p_err("cannot enable the perf events: %s", strerror(-err));
 	return err;
+}
+
+bool sampler__tracks_mappings(const struct sampler *s)
+{
+	return s->skel->links.on_mmap != NULL;
 }
 
 int sampler__poll(struct sampler *s, int timeout_ms)

@@ -156,6 +156,7 @@ void stream__sample_key(const struct bpfs_rec_sample *r, struct bpfs_count_key *
 		.ustack_id = r->ustack_id,
 		.flags = r->flags,
 		.event = r->event,
+		.map_gen = r->map_gen,
 	};
 	memcpy(k->comm, r->comm, sizeof(k->comm));
 }
@@ -321,6 +322,8 @@ static size_t min_size(uint32_t type)
 		return sizeof(struct bpfs_rec_stack);
 	case BPFS_REC_COMPLETE:
 		return sizeof(struct bpfs_rec_complete);
+	case BPFS_REC_MAP:
+		return sizeof(struct bpfs_rec_map);
 	default:
 		return SIZE_MAX;
 	}
@@ -364,6 +367,11 @@ int stream__handle(struct stream *st, const void *data, size_t size)
 		return handle_stack(st, data);
 	case BPFS_REC_COMPLETE:
 		return handle_complete(st, data);
+	case BPFS_REC_MAP:
+		st->stats.mappings++;
+		if (st->opts.on_mapping)
+			st->opts.on_mapping(st->opts.ctx, data);
+		return 0;
 	}
 	return 0;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "debuginfo.h"
@@ -16,12 +17,33 @@
 #include "procmaps.h"
 #include "symbolize.h"
 
+/* An executable file mapping made during the profile: what is at
+ * [m.start, m.end) for the samples of generation gen and later, until a
+ * later mapping covers the address. */
+struct mapevent {
+	uint32_t gen;
+	bool exec;	  /* an exec: older events are of another image */
+	uint64_t mm;
+	struct procmap m; /* m.path owned; unset for an exec */
+};
+
+/* A process's executable mappings as read from /proc at one time. */
+struct snapshot {
+	struct procmaps *maps;
+	uint64_t mm;	       /* the address space they are of; 0: not known */
+	struct snapshot *older;
+};
+
+/* Snapshots kept per process: one per image it exec'd, and with mappings
+ * followed, one more each time a read finds something unmapped (samples
+ * taken before still need it). The oldest go first. */
+#define MAX_SNAPSHOTS 8
+
 struct proc {
 	int pid;
 	char comm[17];
-	struct procmaps *maps; /* NULL: never readable */
-	struct procmaps *old_maps; /* before the last exec: a sample inside
-				    * execve still has the old image's stack */
+	struct snapshot *snaps; /* newest first; NULL: never readable */
+	bool new_image;	       /* exec'd since the last read */
 	unsigned int reads;    /* times the maps were read */
 	unsigned int eager;    /* announcements read at once since exec */
 	uid_t uid;	       /* real uid, for the perf map's owner check */
@@ -31,6 +53,8 @@ struct proc {
 	uint64_t mm;	       /* address space last announced */
 	bool dirty;	       /* new samples since the last read */
 	bool refreshed;	       /* maps re-read once after a miss */
+	struct mapevent *events; /* followed mappings, sorted by gen */
+	size_t nr_events, cap_events;
 };
 
 struct file_key {
@@ -41,6 +65,7 @@ struct file_key {
 struct file_entry {
 	struct file_key key;
 	struct symtab *st; /* NULL: not an ELF we could read */
+	char *path;	   /* as first seen mapped, for unnamed frames */
 };
 
 struct symbolizer {
@@ -52,6 +77,7 @@ struct symbolizer {
 	struct ksyms *ksyms;
 	bool ksyms_tried;
 	struct debuginfo_opts dbg;
+	bool tracking;		/* mappings followed as made */
 	struct symbolizer_stats stats;
 };
 
@@ -63,6 +89,66 @@ static uint64_t hash_file_key(const void *k)
 static bool equal_file_key(const void *a, const void *b)
 {
 	return memcmp(a, b, sizeof(struct file_key)) == 0;
+}
+
+static void free_snapshots(struct snapshot *s)
+{
+	while (s) {
+		struct snapshot *older = s->older;
+
+		procmaps__free(s->maps);
+		free(s);
+		s = older;
+	}
+}
+
+static bool same_mapping(const struct procmap *a, const struct procmap *b)
+{
+	return a->start == b->start && a->dev == b->dev && a->inode == b->inode &&
+	       a->pgoff == b->pgoff;
+}
+
+/* Whether a file mapping of old is not in new. */
+static bool unmapped_since(const struct procmaps *old, const struct procmaps *new)
+{
+	for (size_t i = 0; i < old->nr; i++) {
+		const struct procmap *m = &old->maps[i], *n;
+
+		if (!m->path || m->path[0] != '/')
+			continue;
+		n = procmaps__find(new, m->start);
+		if (!n || !same_mapping(m, n))
+			return true;
+	}
+	return false;
+}
+
+/* Keeps pm as p's newest snapshot: in place of the newest when it only adds
+ * to it, else in front of it. */
+static int keep_snapshot(struct symbolizer *sym, struct proc *p, struct procmaps *pm)
+{
+	struct snapshot *s = p->snaps, **link;
+	unsigned int n = 0;
+
+	if (s && !p->new_image && s->mm == p->mm &&
+	    !(sym->tracking && unmapped_since(s->maps, pm))) {
+		procmaps__free(s->maps);
+		s->maps = pm;
+		return 0;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->maps = pm;
+	s->mm = p->mm;
+	s->older = p->snaps;
+	p->snaps = s;
+	p->new_image = false;
+	for (link = &p->snaps; *link && n < MAX_SNAPSHOTS; link = &(*link)->older)
+		n++;
+	free_snapshots(*link);
+	*link = NULL;
+	return 0;
 }
 
 int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
@@ -95,13 +181,18 @@ void symbolizer__free(struct symbolizer *sym)
 	if (!sym)
 		return;
 	for (i = 0; sym->procs && hashmap__next(sym->procs, &i, NULL, &val);) {
-		procmaps__free(((struct proc *)val)->maps);
-		procmaps__free(((struct proc *)val)->old_maps);
-		perfmap__free(((struct proc *)val)->jit);
-		free(val);
+		struct proc *p = val;
+
+		free_snapshots(p->snaps);
+		perfmap__free(p->jit);
+		for (size_t e = 0; e < p->nr_events; e++)
+			free(p->events[e].m.path);
+		free(p->events);
+		free(p);
 	}
 	for (i = 0; sym->files && hashmap__next(sym->files, &i, NULL, &val);) {
 		symtab__free(((struct file_entry *)val)->st);
+		free(((struct file_entry *)val)->path);
 		free(val);
 	}
 	for (i = 0; sym->strings && hashmap__next(sym->strings, &i, &key, NULL);)
@@ -213,8 +304,10 @@ static void load_maps(struct symbolizer *sym, struct proc *p)
 		return;
 	}
 	p_dbg("pid %d: %zu executable mappings", p->pid, pm->nr);
-	procmaps__free(p->maps);
-	p->maps = pm;
+	if (keep_snapshot(sym, p, pm)) {
+		procmaps__free(pm);
+		return;
+	}
 	/* Open the files now, through /proc/PID/map_files, while the process
 	 * lives: a deleted binary or one in another mount namespace cannot be
 	 * opened by its path after it exits. Cached per file, so cheap. */
@@ -261,11 +354,7 @@ void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, uint64_
 	if (mm && p->mm && mm != p->mm) {
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
 		p->eager = 0; /* an exec: a new life */
-		if (p->maps) {
-			procmaps__free(p->old_maps);
-			p->old_maps = p->maps;
-			p->maps = NULL;
-		}
+		p->new_image = true;
 	}
 	if (mm)
 		p->mm = mm;
@@ -273,6 +362,87 @@ void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, uint64_
 		load_maps(sym, p);
 	else
 		p->dirty = true;
+}
+
+void symbolizer__set_tracking(struct symbolizer *sym, bool on)
+{
+	sym->tracking = on;
+}
+
+/* The path of a mapping just made: the map_files link while it is mapped,
+ * else the path this file was first seen at, else its maps entry. */
+static char *mapping_path(struct symbolizer *sym, struct proc *p, const struct procmap *m)
+{
+	struct file_key key = { m->dev, m->inode };
+	struct file_entry *fe = hashmap__find(sym->files, &key);
+	char link[96], buf[4096];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start,
+		 m->end);
+	n = readlink(link, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = 0;
+		if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
+			buf[n - 10] = 0;
+		return strdup(buf);
+	}
+	if (fe && fe->path)
+		return strdup(fe->path);
+	for (const struct snapshot *s = p->snaps; s; s = s->older)
+		for (size_t i = 0; i < s->maps->nr; i++)
+			if (s->maps->maps[i].path && same_mapping(&s->maps->maps[i], m))
+				return strdup(s->maps->maps[i].path);
+	return NULL;
+}
+
+static int add_event(struct proc *p, const struct mapevent *ev)
+{
+	size_t i;
+
+	if (p->nr_events == p->cap_events) {
+		size_t cap = p->cap_events ? 2 * p->cap_events : 8;
+		struct mapevent *v = realloc(p->events, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->events = v;
+		p->cap_events = cap;
+	}
+	/* Records of several CPUs' rings arrive out of gen order. */
+	for (i = p->nr_events; i > 0 && p->events[i - 1].gen > ev->gen; i--)
+		p->events[i] = p->events[i - 1];
+	p->events[i] = *ev;
+	p->nr_events++;
+	return 0;
+}
+
+void symbolizer__note_mapping(struct symbolizer *sym, int pid, const struct sym_mapping *sm)
+{
+	struct proc *p = get_proc(sym, pid);
+	struct mapevent ev = {
+		.gen = sm->gen,
+		.exec = sm->exec,
+		.mm = sm->mm,
+		.m = { .start = sm->start, .end = sm->end, .pgoff = sm->pgoff, .inode = sm->ino,
+		       .exec = true, .dev = makedev(sm->dev >> 20, sm->dev & 0xfffff) },
+	};
+
+	if (!p)
+		return;
+	if (!ev.exec) {
+		sym->stats.mappings++;
+		ev.m.path = mapping_path(sym, p, &ev.m);
+		if (!ev.m.path || !mapping_symtab(sym, pid, &ev.m)) {
+			sym->stats.mappings_unopened++;
+			p_dbg("pid %d: mapping %" PRIx64 "-%" PRIx64 " of inode %" PRIu64
+			      " could not be opened", pid, sm->start, sm->end, sm->ino);
+		}
+		if (!ev.m.path)
+			ev.m.path = strdup("[unknown file]");
+	}
+	if (add_event(p, &ev))
+		free(ev.m.path);
 }
 
 void symbolizer__refresh(struct symbolizer *sym)
@@ -342,6 +512,7 @@ static struct symtab *mapping_symtab(struct symbolizer *sym, int pid, const stru
 	if (!fe)
 		return NULL;
 	fe->key = key;
+	fe->path = strdup(m->path);
 	fe->st = load_file(pid, m);
 	if (fe->st)
 		sym->stats.files++;
@@ -357,6 +528,7 @@ static struct symtab *mapping_symtab(struct symbolizer *sym, int pid, const stru
 	}
 	if (hashmap__set(sym->files, &fe->key, fe, NULL)) {
 		symtab__free(fe->st);
+		free(fe->path);
 		free(fe);
 		return NULL;
 	}
@@ -370,38 +542,102 @@ static const char *basename_of(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-static const struct procmap *find_mapping(struct symbolizer *sym, struct proc *p, uint64_t addr)
+/* The newest followed mapping of p made at or before gen that covers addr,
+ * back to the last exec before gen (*exec_mm: the image it made, else 0). */
+static const struct procmap *find_followed(const struct proc *p, uint32_t gen, uint64_t addr,
+					   uint64_t *exec_mm)
 {
-	const struct procmap *m = p->maps ? procmaps__find(p->maps, addr) : NULL;
-	struct proc *parent;
+	*exec_mm = 0;
+	for (size_t i = p->nr_events; i-- > 0;) {
+		const struct mapevent *e = &p->events[i];
 
-	/* Gone before its maps could be read: a child forked without exec
-	 * (same comm) has its parent's mappings. */
-	if (!p->maps && p->ppid && p->ppid != p->pid) {
-		parent = hashmap__find(sym->procs, (void *)(uintptr_t)p->ppid);
-		if (parent && parent->maps && !strcmp(parent->comm, p->comm))
-			return procmaps__find(parent->maps, addr);
+		if (e->gen > gen)
+			continue;
+		if (e->exec) {
+			*exec_mm = e->mm;
+			return NULL;
+		}
+		if (addr >= e->m.start && addr < e->m.end)
+			return &e->m;
 	}
+	return NULL;
+}
 
-	/* A library loaded after we first read the maps: read them once more. */
-	if (!m && !p->refreshed) {
-		p->refreshed = true;
-		load_maps(sym, p);
-		m = p->maps ? procmaps__find(p->maps, addr) : NULL;
-	}
-	if (!m && p->old_maps)
-		m = procmaps__find(p->old_maps, addr);
-	/* Not in any image of its own: a sample between fork and exec, whose
-	 * address space was still a copy of the parent's. */
-	if (!m && p->ppid && p->ppid != p->pid) {
-		parent = hashmap__find(sym->procs, (void *)(uintptr_t)p->ppid);
-		if (parent && parent->maps)
-			m = procmaps__find(parent->maps, addr);
-	}
+/* Whether mapping m (read from /proc) was made after gen: then it was not
+ * there yet for a sample of gen. */
+static bool made_after(const struct proc *p, const struct procmap *m, uint32_t gen)
+{
+	for (size_t i = p->nr_events; i-- > 0 && p->events[i].gen > gen;)
+		if (!p->events[i].exec && same_mapping(&p->events[i].m, m))
+			return true;
+	return false;
+}
+
+/* Whether a sample of gen can be in the image whose maps were read as mm
+ * (0: not known): the image of the last exec before gen, or with no exec
+ * before gen, an image older than the first exec after it. */
+static bool image_at(const struct proc *p, uint64_t mm, uint32_t gen, uint64_t exec_mm)
+{
+	if (!mm || exec_mm)
+		return !mm || mm == exec_mm;
+	for (size_t i = 0; i < p->nr_events; i++)
+		if (p->events[i].exec && p->events[i].gen > gen && p->events[i].mm == mm)
+			return false;
+	return true;
+}
+
+/* The mapping of maps read from /proc (as image mm) that covers addr, if
+ * it was there at gen. */
+static const struct procmap *find_read(const struct proc *p, const struct procmaps *maps,
+				       uint64_t mm, uint32_t gen, uint64_t exec_mm, uint64_t addr)
+{
+	const struct procmap *m = maps ? procmaps__find(maps, addr) : NULL;
+
+	if (!m || !image_at(p, mm, gen, exec_mm) || made_after(p, m, gen))
+		return NULL;
 	return m;
 }
 
-const char *symbolizer__user(struct symbolizer *sym, int pid, uint64_t addr, bool ret_addr)
+/* What p had mapped at addr at gen: followed mappings first (they are
+ * newer than any maps read), then the maps read from /proc. */
+static const struct procmap *find_own(const struct proc *p, uint32_t gen, uint64_t addr)
+{
+	uint64_t exec_mm;
+	const struct procmap *m = find_followed(p, gen, addr, &exec_mm);
+
+	for (const struct snapshot *s = p->snaps; s && !m; s = s->older)
+		m = find_read(p, s->maps, s->mm, gen, exec_mm, addr);
+	return m;
+}
+
+static const struct procmap *find_mapping(struct symbolizer *sym, struct proc *p, uint32_t gen,
+					  uint64_t addr)
+{
+	const struct procmap *m = find_own(p, gen, addr);
+	struct proc *parent = NULL;
+
+	if (p->ppid && p->ppid != p->pid)
+		parent = hashmap__find(sym->procs, (void *)(uintptr_t)p->ppid);
+	/* Gone before its maps could be read: a child forked without exec
+	 * (same comm) has its parent's mappings (as they are now: when it
+	 * forked is not known). */
+	if (!m && !p->snaps && parent && !strcmp(parent->comm, p->comm))
+		return find_own(parent, UINT32_MAX, addr);
+	/* A library loaded after we last read the maps: read them once more. */
+	if (!m && !p->refreshed) {
+		p->refreshed = true;
+		load_maps(sym, p);
+		m = find_own(p, gen, addr);
+	}
+	/* Not in any image of its own: a sample between fork and exec, whose
+	 * address space was still a copy of the parent's. */
+	if (!m && parent)
+		m = find_own(parent, UINT32_MAX, addr);
+	return m;
+}
+
+const char *symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t addr,
+			     bool ret_addr)
 {
 	uint64_t look = ret_addr && addr ? addr - 1 : addr, vaddr;
 	struct proc *p = get_proc(sym, pid);
@@ -411,7 +647,7 @@ const char *symbolizer__user(struct symbolizer *sym, int pid, uint64_t addr, boo
 	char buf[512];
 
 	sym->stats.user_frames++;
-	m = p ? find_mapping(sym, p, look) : NULL;
+	m = p ? find_mapping(sym, p, gen, look) : NULL;
 	if ((!m || !m->path) && p && p->jit && (name = perfmap__find(p->jit, look))) {
 		sym->stats.user_named++;
 		return name;

@@ -62,6 +62,9 @@ enum bpfs_stat {
 	BPFS_STAT_STACK_RECS_LOST,   /* of which stack records (kept in `stacks`) */
 	BPFS_STAT_NOTIFY_LOST,	     /* new-key notification dropped */
 	BPFS_STAT_FOLLOW_FULL,	     /* forked child not followed: `filter` full */
+	BPFS_STAT_MAP_RECS_LOST,     /* mapping record not reserved: a sample
+				      * may be named after an older mapping */
+	BPFS_STAT_MAPPINGS,	     /* executable file mappings seen */
 	BPFS_STAT_NR,
 };
 
@@ -92,6 +95,13 @@ struct bpfs_count_key {
 	char comm[BPFS_COMM_LEN];
 	__u32 flags; /* enum bpfs_sample_flags */
 	__u32 event; /* index of the perf event (-e order) */
+	/* The process's mapping generation at the sample: the gen of its
+	 * newest executable file mapping (BPFS_REC_MAP), 0 when none was seen
+	 * since sampling started. The loader names the sample's frames after
+	 * the mappings that were live then, not after what is mapped at the
+	 * end (dlclose + dlopen at the same address, exec). */
+	__u32 map_gen;
+	__u32 pad;
 };
 
 struct bpfs_count_val {
@@ -117,6 +127,8 @@ enum bpfs_rec_type {
 	BPFS_REC_STACK = 3,   /* the continuation: one new stack segment */
 	BPFS_REC_COMPLETE = 4, /* a thread's whole user stack, walked at return
 				* to user space: completes its pending samples */
+	BPFS_REC_MAP = 5,     /* a process mapped a file executable: what is
+			       * at [start, end) from this gen on */
 };
 
 struct bpfs_rec_hdr {
@@ -147,6 +159,8 @@ struct bpfs_rec_sample {
 	__u32 event;
 	__u32 flags; /* enum bpfs_sample_flags */
 	char comm[BPFS_COMM_LEN];
+	__u32 map_gen; /* as in bpfs_count_key */
+	__u32 pad;
 };
 
 struct bpfs_rec_complete {
@@ -156,6 +170,30 @@ struct bpfs_rec_complete {
 	__u32 pid;
 	__u32 tid;
 	__u32 flags; /* BPFS_F_USTACK_TRUNC / _ERR of the completed walk */
+	__u32 pad;
+};
+
+/* Sent when a process maps a file executable (mmap: ld.so, dlopen) or
+ * execs (BPFS_MAP_F_EXEC: every mapping before this gen is gone), with a
+ * wake-up: the loader opens the file through /proc/PID/map_files while it
+ * is mapped. gen is taken from one counter for all processes, so it only
+ * rises; the process's later samples carry it. */
+enum bpfs_map_flags {
+	BPFS_MAP_F_EXEC = 1 << 0, /* start..ino unset; mm is the new image's */
+};
+
+struct bpfs_rec_map {
+	struct bpfs_rec_hdr hdr; /* BPFS_REC_MAP */
+	__u64 time_ns;
+	__u64 start;
+	__u64 end;
+	__u64 pgoff; /* file offset of start, bytes */
+	__u64 dev;   /* the kernel's dev_t: major << 20 | minor */
+	__u64 ino;
+	__u64 mm;    /* address-space identity, as in bpfs_rec_new_key */
+	__u32 pid;
+	__u32 gen;
+	__u32 flags; /* enum bpfs_map_flags */
 	__u32 pad;
 };
 

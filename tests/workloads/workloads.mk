@@ -12,7 +12,8 @@ WL_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -pthread \
 	-fno-optimize-sibling-calls -fno-inline-functions-called-once
 WL_DEPFLAGS = -MMD -MP -MF $@.d
 WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recurse \
-	libwork.so uselib syscalls cache branch fork_short cpuburn jit)
+	libwork.so uselib syscalls cache branch fork_short cpuburn jit \
+	libdlswap_a.so libdlswap_b.so dlswap execer)
 
 workloads: $(WL_BINS)
 
@@ -20,6 +21,10 @@ $(WL_OUT):
 	$(Q)mkdir -p $@
 
 $(WL_OUT)/shares: $(WL_SRC)/shares.c $(WL_MK) | $(WL_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) -fno-pie -no-pie $< -o $@
+
+$(WL_OUT)/execer: $(WL_SRC)/execer.c $(WL_MK) | $(WL_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) -fno-pie -no-pie $< -o $@
 
@@ -34,6 +39,15 @@ $(WL_OUT)/libwork.so: $(WL_SRC)/libwork.c $(WL_MK) | $(WL_OUT)
 $(WL_OUT)/uselib: $(WL_SRC)/uselib.c $(WL_OUT)/libwork.so $(WL_MK) | $(WL_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) $< -L$(WL_OUT) -lwork -Wl,-rpath,'$$ORIGIN' -o $@
+
+# One source, two libraries of the same layout (see dlswap_lib.c).
+$(WL_OUT)/libdlswap_%.so: $(WL_SRC)/dlswap_lib.c $(WL_MK) | $(WL_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) -shared -fPIC -DDLSWAP_FN=swap_$*_spin $< -o $@
+
+$(WL_OUT)/dlswap: $(WL_SRC)/dlswap.c $(WL_MK) | $(WL_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) $< -ldl -o $@
 
 # shares stripped of all symbols, its .symtab in a debug root by build-ID:
 # named only when bpfsampler finds the debug file (--debug-dir).

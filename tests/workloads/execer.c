@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * execer SECONDS PROGRAM [ARG...]: runs pre_exec_spin for SECONDS, then
+ * execs PROGRAM. Built without PIE, like shares: both images are mapped at
+ * the same fixed addresses (0x400000 up), so a sample of the first image
+ * named after the second image's mappings gets a share_fn_* name.
+ *
+ * GROUND TRUTH: for SECONDS the samples are ...;main;pre_exec_spin, after
+ * the exec they are PROGRAM's; no sample has both pre_exec_spin and a
+ * frame of PROGRAM.
+ */
+#include <unistd.h>
+
+#include "burn.h"
+
+#define CHUNK 20000
+
+__attribute__((noinline)) unsigned long pre_exec_spin(double seconds)
+{
+	double end = now_s(CLOCK_MONOTONIC) + seconds;
+	unsigned long x = 1;
+
+	do {
+		for (int i = 0; i < CHUNK; i++) {
+			LCG_STEP(x);
+			BARRIER(x);
+		}
+	} while (now_s(CLOCK_MONOTONIC) < end);
+	return x;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long r;
+
+	if (argc < 3)
+		usage_exit("execer SECONDS PROGRAM [ARG...]");
+	r = pre_exec_spin(arg_seconds(argv[1], "execer SECONDS PROGRAM [ARG...]"));
+	BARRIER(r);
+	execv(argv[2], argv + 2);
+	perror("execer: execv");
+	return 1;
+}
