@@ -20,6 +20,12 @@ int symtab__load(const char *path, struct symtab **out);
 /* The same from an ELF image in memory (e.g. the vDSO); buf is copied. */
 int symtab__load_mem(const void *buf, size_t size, struct symtab **out);
 void symtab__free(struct symtab *st);
+/* Memory the symbol table takes (for the cache's accounting). */
+size_t symtab__mem_bytes(const struct symtab *st);
+/* Only the GNU build-ID of the ELF file at path, without reading its
+ * symbols, as lowercase hex into hex[size]. Returns 0, -ENOENT when it has
+ * none, -ENOEXEC when it is not ELF, or -errno. */
+int elf_build_id__read(const char *path, char *hex, size_t size);
 
 /* Name of the function containing ELF virtual address vaddr, or NULL. A
  * symbol with size 0 covers up to the next symbol or the end of its section,

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Names for sampled addresses. User addresses are first normalized
- * (process -> mapping -> file offset -> ELF address) and then looked up in
- * that file's symbol table, cached per file (device, inode) so a library
- * mapped by many processes is parsed once. Kernel addresses use kallsyms.
+ * Names for sampled addresses, in two steps. Normalization (addrspace.h):
+ * (process, mapping generation, address) -> the mapping and file it was in,
+ * the file's build-ID and the offset in it. Symbolization: (file, offset)
+ * -> function, from the file's symbols, loaded once per build-ID
+ * (filecache.h). Kernel addresses use kallsyms.
  */
 #ifndef BPFSAMPLER_SYMBOLIZE_H
 #define BPFSAMPLER_SYMBOLIZE_H
@@ -11,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "addrspace.h"
 
 struct symbolizer;
 
@@ -20,10 +23,14 @@ struct symbolizer_stats {
 	uint64_t kernel_frames;
 	uint64_t kernel_named;
 	uint64_t processes;	/* processes whose mappings were read */
-	uint64_t files;		/* ELF files parsed */
+	uint64_t files;		/* distinct files opened */
+	uint64_t unreadable;	/* of which no symbols could be read */
+	uint64_t parsed;	/* symbol tables read from ELF files */
+	uint64_t shared;	/* files that shared a build-ID's symbols */
 	uint64_t debug_files;	/* separate debug files used */
+	uint64_t symtab_bytes;	/* memory of the symbol tables held */
 	uint64_t mappings;	/* executable mappings followed as made */
-	uint64_t mappings_unopened; /* of which the file could not be opened */
+	uint64_t mappings_unopened; /* of which the file could not be read */
 };
 
 struct symbolizer_opts {
@@ -31,45 +38,40 @@ struct symbolizer_opts {
 	size_t nr_debug_dirs;
 };
 
-int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out);
-void symbolizer__free(struct symbolizer *sym);
-/* A process was seen (again): read its mappings while it is alive. A new
- * address space (mm, 0: unknown) means it exec'd: the mappings are read
- * anew. ppid (0: unknown) lends
- * its mappings to a child forked without exec whose own could not be read. */
-void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, uint64_t mm,
-			      const char *comm);
-/* Executable mappings are followed as they are made (the sampler says so
- * after it starts): symbolizer__note_mapping() is called for each, samples
- * carry their process's gen, and a process's mappings are read from /proc
- * once per address space only, for what was mapped before sampling. */
-void symbolizer__set_tracking(struct symbolizer *sym, bool on);
-/* A mapping change of a process, as it was made. */
-struct sym_mapping {
-	uint32_t gen;	/* the process's mapping generation from now on */
-	bool exec;	/* an exec: nothing mapped before gen is left; the
-			 * fields below but mm are unset */
-	uint64_t mm;	/* the address space it was made in */
-	uint64_t start; /* [start, end) of file (dev, ino) at offset pgoff */
-	uint64_t end;
-	uint64_t pgoff;
-	uint64_t dev;	/* the kernel's encoding: major << 20 | minor */
-	uint64_t ino;
+/* Where a user address was: the normalized form, which pprof's mappings
+ * and locations carry. */
+struct sym_location {
+	const char *path;     /* the file as mapped; NULL: not in a file */
+	const char *build_id; /* lowercase hex, or NULL */
+	uint64_t map_start;   /* the mapping: [map_start, map_end) */
+	uint64_t map_end;
+	uint64_t map_pgoff;   /* file offset of map_start */
+	uint64_t file_offset; /* of the address in the file */
+	uint64_t vaddr;	      /* its ELF virtual address (addr2line -e path) */
 };
 
-/* Process pid mapped a file executable, or exec'd. The file is opened now,
- * while it is mapped. */
-void symbolizer__note_mapping(struct symbolizer *sym, int pid, const struct sym_mapping *sm);
-/* Re-reads the mappings of processes with new samples since their last read
- * (call every few hundred ms while sampling, and once at the end). */
+int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out);
+void symbolizer__free(struct symbolizer *sym);
+/* Process and mapping news, passed to the address spaces (addrspace.h). */
+void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, uint64_t mm,
+			      const char *comm);
+void symbolizer__note_mapping(struct symbolizer *sym, int pid, const struct as_mapping *am);
+void symbolizer__set_tracking(struct symbolizer *sym, bool on);
 void symbolizer__refresh(struct symbolizer *sym);
 /*
- * The name of a frame of a sample of pid taken at mapping generation gen
- * (0: before any followed mapping of pid): the function, else "module+0xOFF" (ELF address in
- * that file), else "[anon]+0xADDR" / "[unmapped]+0xADDR". ret_addr: addr is
- * a return address (every frame but the leaf), so addr-1 is looked up, which
- * keeps a call at the very end of a function from naming the next one.
- * The string lives as long as sym.
+ * Normalizes addr of pid at mapping generation gen (0: before any followed
+ * mapping of pid). Returns 0, or -ENOENT when addr is in no file mapping
+ * (loc->path NULL).
+ */
+int symbolizer__normalize(struct symbolizer *sym, int pid, uint32_t gen, uint64_t addr,
+			  struct sym_location *loc);
+/*
+ * The name of a frame of a sample of pid at mapping generation gen: the
+ * function, else "module+0xOFF" (ELF address in that file), else
+ * "[anon]+0xADDR" / "[unmapped]+0xADDR". ret_addr: addr is a return address
+ * (every frame but the leaf), so addr-1 is looked up, which keeps a call at
+ * the very end of a function from naming the next one. The string lives as
+ * long as sym.
  */
 const char *symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t addr,
 			     bool ret_addr);

@@ -78,8 +78,9 @@ static int read_segments(Elf *elf, struct symtab *st)
 	return 0;
 }
 
-/* Looks through one block of notes; true when it held a GNU build-ID. */
-static bool take_build_id(Elf_Data *data, struct symtab *st)
+/* Looks through one block of notes; true when it held a GNU build-ID,
+ * written to hex (at least 2 * 64 + 1 bytes) as lowercase hex. */
+static bool take_build_id(Elf_Data *data, char *hex)
 {
 	size_t off = 0, name_off, desc_off;
 	GElf_Nhdr nh;
@@ -92,7 +93,7 @@ static bool take_build_id(Elf_Data *data, struct symtab *st)
 		    nh.n_descsz > 64)
 			continue;
 		for (size_t i = 0; i < nh.n_descsz; i++)
-			snprintf(st->build_id + 2 * i, 3, "%02x", desc[i]);
+			snprintf(hex + 2 * i, 3, "%02x", desc[i]);
 		return true;
 	}
 	return false;
@@ -101,7 +102,7 @@ static bool take_build_id(Elf_Data *data, struct symtab *st)
 /* SHT_NOTE sections first; PT_NOTE segments when the section headers are
  * gone (sstrip, images rebuilt from memory), since the loader needs only
  * the program headers and such files still run. */
-static void read_build_id(Elf *elf, struct symtab *st)
+static bool read_build_id(Elf *elf, char *hex)
 {
 	Elf_Scn *scn = NULL;
 	size_t n;
@@ -110,11 +111,11 @@ static void read_build_id(Elf *elf, struct symtab *st)
 		GElf_Shdr sh;
 
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOTE &&
-		    take_build_id(elf_getdata(scn, NULL), st))
-			return;
+		    take_build_id(elf_getdata(scn, NULL), hex))
+			return true;
 	}
 	if (elf_getphdrnum(elf, &n))
-		return;
+		return false;
 	for (size_t i = 0; i < n; i++) {
 		Elf_Type type;
 		GElf_Phdr ph;
@@ -123,9 +124,10 @@ static void read_build_id(Elf *elf, struct symtab *st)
 			continue;
 		/* .note.gnu.property is 8-aligned, with 8-byte padding */
 		type = ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
-		if (take_build_id(elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz, type), st))
-			return;
+		if (take_build_id(elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz, type), hex))
+			return true;
 	}
+	return false;
 }
 
 /* .gnu_debuglink: a file name, NUL, padding to 4, then its CRC32. */
@@ -323,13 +325,37 @@ static int load_elf(Elf *elf, struct symtab **out)
 	err = read_symbols(elf, st);
 	if (err)
 		goto err_free;
-	read_build_id(elf, st);
+	read_build_id(elf, st->build_id);
 	read_debuglink(elf, st);
 	*out = st;
 	return 0;
 
 err_free:
 	symtab__free(st);
+	return err;
+}
+
+int elf_build_id__read(const char *path, char *hex, size_t size)
+{
+	char id[2 * 64 + 1] = "";
+	Elf *elf;
+	int fd, err;
+
+	err = elf_init();
+	if (err)
+		return err;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		err = -ENOEXEC;
+	else if (!read_build_id(elf, id))
+		err = -ENOENT;
+	else if ((size_t)snprintf(hex, size, "%s", id) >= size)
+		err = -ENAMETOOLONG;
+	elf_end(elf);
+	close(fd);
 	return err;
 }
 
@@ -372,6 +398,17 @@ int symtab__load_mem(const void *buf, size_t size, struct symtab **out)
 	elf_end(elf);
 	free(copy);
 	return err;
+}
+
+size_t symtab__mem_bytes(const struct symtab *st)
+{
+	size_t names = 0;
+
+	if (!st)
+		return 0;
+	for (size_t i = 0; i < st->nr; i++)
+		names += strlen(st->syms[i].name) + 1;
+	return sizeof(*st) + st->nr * sizeof(*st->syms) + st->nsegs * sizeof(*st->segs) + names;
 }
 
 void symtab__free(struct symtab *st)

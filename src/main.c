@@ -50,7 +50,8 @@ static void on_process(void *ctx, uint32_t pid, uint32_t ppid, uint64_t mm, cons
 static void on_mapping(void *ctx, const struct bpfs_rec_map *r)
 {
 	symbolizer__note_mapping(ctx, r->pid,
-				 &(struct sym_mapping){ .gen = r->gen,
+				 &(struct as_mapping){ .gen = r->gen,
+							.time_ns = r->time_ns,
 							.exec = r->flags & BPFS_MAP_F_EXEC,
 							.mm = r->mm,
 							.start = r->start,
@@ -279,14 +280,17 @@ static void print_summary(const struct opts *o, const struct sampler_stats *st,
 		struct symbolizer_stats ys;
 
 		symbolizer__stats(sym, &ys);
-		fprintf(stderr, "  symbols: user %llu/%llu frames named, kernel %llu/%llu, %llu "
-			"processes' mappings read, %llu files parsed, %llu debug files, %llu "
-			"executable mappings followed (%llu files not opened)\n",
+		fprintf(stderr, "  symbols: user %llu/%llu frames named, kernel %llu/%llu; %llu "
+			"processes' mappings read, %llu executable mappings followed\n",
 			(unsigned long long)ys.user_named, (unsigned long long)ys.user_frames,
 			(unsigned long long)ys.kernel_named, (unsigned long long)ys.kernel_frames,
-			(unsigned long long)ys.processes, (unsigned long long)ys.files,
-			(unsigned long long)ys.debug_files, (unsigned long long)ys.mappings,
-			(unsigned long long)ys.mappings_unopened);
+			(unsigned long long)ys.processes, (unsigned long long)ys.mappings);
+		fprintf(stderr, "  symbol cache: %llu files (%llu unreadable), %llu symbol tables "
+			"parsed (%llu from debug files), %llu files shared a build-ID's, %.1f MB\n",
+			(unsigned long long)ys.files,
+			(unsigned long long)ys.unreadable,
+			(unsigned long long)ys.parsed, (unsigned long long)ys.debug_files,
+			(unsigned long long)ys.shared, ys.symtab_bytes / 1e6);
 	}
 }
 

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Normalization: what a process had mapped at an address when a sample was
+ * taken. Each process's executable mappings are known from /proc/PID/maps
+ * (read while it lives: when it is first seen, execs, or its mappings
+ * change) and, where the kernel lets BPF follow them, from the mappings it
+ * makes as it makes them (each with a generation that its later samples
+ * carry). The files behind the mappings are opened at once, through the
+ * file cache, so a process that exits keeps its names.
+ */
+#ifndef BPFSAMPLER_ADDRSPACE_H
+#define BPFSAMPLER_ADDRSPACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct filecache;
+struct mapped_file;
+struct perfmap;
+struct procmap;
+struct addrspace;
+
+/* A mapping change of a process, as it was made. */
+struct as_mapping {
+	uint32_t gen;	/* the process's mapping generation from now on */
+	uint64_t time_ns; /* when, CLOCK_MONOTONIC */
+	bool exec;	/* an exec: nothing mapped before gen is left; the
+			 * fields below but mm are unset */
+	uint64_t mm;	/* the address space it was made in */
+	uint64_t start; /* [start, end) of file (dev, ino) at offset pgoff */
+	uint64_t end;
+	uint64_t pgoff;
+	uint64_t dev;	/* the kernel's encoding: major << 20 | minor */
+	uint64_t ino;
+};
+
+/* Where an address was. */
+struct as_hit {
+	const struct procmap *m;	 /* NULL: in no mapping known */
+	const struct mapped_file *file;	 /* m's file, NULL when m is not one */
+	const struct perfmap *jit;	 /* the process's perf map, or NULL */
+};
+
+struct addrspace_stats {
+	uint64_t processes;	    /* processes whose mappings were read */
+	uint64_t mappings;	    /* executable mappings followed as made */
+	uint64_t mappings_unopened; /* of which the file could not be read */
+};
+
+/* fc is used, not owned. */
+int addrspace__new(struct filecache *fc, struct addrspace **out);
+void addrspace__free(struct addrspace *as);
+/* Mappings are followed as they are made (the sampler says so once it has
+ * started): addrspace__note_mapping() is called for each. */
+void addrspace__set_tracking(struct addrspace *as, bool on);
+/* A process was seen (again): read its mappings while it is alive. A new
+ * address space (mm, 0: unknown) means it exec'd. ppid (0: unknown) lends
+ * its mappings to a child forked without exec whose own could not be read. */
+void addrspace__note_process(struct addrspace *as, int pid, int ppid, uint64_t mm,
+			     const char *comm);
+/* Process pid mapped a file executable, or exec'd. The file is opened now,
+ * while it is mapped. */
+void addrspace__note_mapping(struct addrspace *as, int pid, const struct as_mapping *am);
+/* Re-reads the mappings of processes announced since their last read (call
+ * every few hundred ms while sampling, and once at the end). */
+void addrspace__refresh(struct addrspace *as);
+/* What pid had mapped at addr when its mapping generation was gen (0:
+ * before any followed mapping of pid). Returns 0, or -ENOENT with hit->m
+ * NULL (hit->jit may still be set). */
+int addrspace__find(struct addrspace *as, int pid, uint32_t gen, uint64_t addr,
+		    struct as_hit *hit);
+void addrspace__stats(const struct addrspace *as, struct addrspace_stats *out);
+
+#endif

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The files processes map, each opened once the way its process sees it,
+ * and their symbols. A file is known by (device, inode, mtime), so one
+ * rewritten in place is read again; symbols are loaded once per build-ID,
+ * so a library mapped by many processes, or the same library in several
+ * containers' file systems, is parsed once. A stripped file's symbols come
+ * from its debug file (debuginfo.h).
+ */
+#ifndef BPFSAMPLER_FILECACHE_H
+#define BPFSAMPLER_FILECACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct debuginfo_opts;
+struct procmap;
+struct symtab;
+struct filecache;
+
+/* What is known of one mapped file; lives as long as the cache. */
+struct mapped_file {
+	const char *path;	 /* as first seen mapped */
+	const char *build_id;	 /* lowercase hex, or NULL when it has none */
+	const struct symtab *st; /* NULL: not an ELF file that could be read */
+};
+
+struct filecache_stats {
+	uint64_t files;	       /* distinct (device, inode, mtime) opened */
+	uint64_t unreadable;   /* of which could not be opened or read */
+	uint64_t parsed;       /* symbol tables read from ELF files */
+	uint64_t shared;       /* files whose build-ID's symbols were loaded */
+	uint64_t debug_files;  /* separate debug files used */
+	uint64_t symtab_bytes; /* memory of all symbol tables held */
+};
+
+/* dbg (may be NULL) is kept by reference. */
+int filecache__new(const struct debuginfo_opts *dbg, struct filecache **out);
+void filecache__free(struct filecache *fc);
+/*
+ * The file behind mapping m (m->path is absolute) of process pid, opened
+ * now: through /proc/PID/map_files while it is mapped (deleted files, other
+ * mount namespaces), else /proc/PID/root/PATH, else PATH. NULL only when out
+ * of memory.
+ */
+const struct mapped_file *filecache__open(struct filecache *fc, int pid,
+					  const struct procmap *m);
+/* The symbols of this kernel's vDSO (every process maps the same), or NULL. */
+const struct symtab *filecache__vdso(struct filecache *fc);
+void filecache__stats(const struct filecache *fc, struct filecache_stats *out);
+
+#endif

@@ -1,0 +1,538 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "addrspace.h"
+#include "filecache.h"
+#include "hashmap.h"
+#include "log.h"
+#include "perfmap.h"
+#include "procmaps.h"
+
+/* A process's executable mappings as read from /proc at one time. */
+struct snapshot {
+	struct procmaps *maps;
+	const struct mapped_file **files; /* maps->maps[i]'s file, or NULL */
+	uint64_t mm;			  /* their address space; 0: not known */
+	uint64_t read_ns;		  /* read by then (CLOCK_MONOTONIC) */
+	struct snapshot *older;
+};
+
+/* Snapshots kept per process: one per image it exec'd, and with mappings
+ * followed, one more each time a read finds something unmapped (samples
+ * taken before still need it). The oldest go first. */
+#define MAX_SNAPSHOTS 8
+
+/* An executable file mapping made during the profile: what is at
+ * [m.start, m.end) for the samples of generation gen and later, until a
+ * later mapping covers the address. */
+struct mapevent {
+	uint32_t gen;
+	uint64_t time_ns;
+	bool exec;	  /* an exec: older events are of another image */
+	uint64_t mm;
+	struct procmap m; /* m.path owned; unset for an exec */
+	const struct mapped_file *file;
+};
+
+struct proc {
+	int pid;
+	char comm[17];
+	struct snapshot *snaps;	 /* newest first; NULL: never readable */
+	bool new_image;		 /* exec'd since the last read */
+	unsigned int reads;	 /* times the maps were read */
+	unsigned int eager;	 /* announcements read at once since exec */
+	uid_t uid;		 /* real uid, for the perf map's owner check */
+	int nspid;		 /* pid in its own pid namespace */
+	struct perfmap *jit;	 /* /tmp/perf-PID.map, when it has JIT code */
+	int ppid;		 /* parent, when it forked us without exec */
+	uint64_t mm;		 /* address space last announced */
+	bool dirty;		 /* announced since the last read */
+	bool refreshed;		 /* maps re-read once after a miss */
+	struct mapevent *events; /* followed mappings, sorted by gen */
+	size_t nr_events, cap_events;
+};
+
+struct addrspace {
+	struct hashmap *procs; /* pid -> struct proc */
+	struct filecache *fc;
+	bool tracking;	       /* mappings followed as made */
+	struct addrspace_stats stats;
+};
+
+static void free_snapshots(struct snapshot *s)
+{
+	while (s) {
+		struct snapshot *older = s->older;
+
+		procmaps__free(s->maps);
+		free(s->files);
+		free(s);
+		s = older;
+	}
+}
+
+static void free_proc(struct proc *p)
+{
+	free_snapshots(p->snaps);
+	perfmap__free(p->jit);
+	for (size_t e = 0; e < p->nr_events; e++)
+		free(p->events[e].m.path);
+	free(p->events);
+	free(p);
+}
+
+int addrspace__new(struct filecache *fc, struct addrspace **out)
+{
+	struct addrspace *as = calloc(1, sizeof(*as));
+
+	if (!as)
+		return -ENOMEM;
+	as->fc = fc;
+	as->procs = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	if (!as->procs) {
+		free(as);
+		return -ENOMEM;
+	}
+	*out = as;
+	return 0;
+}
+
+void addrspace__free(struct addrspace *as)
+{
+	void *val;
+
+	if (!as)
+		return;
+	for (size_t i = 0; hashmap__next(as->procs, &i, NULL, &val);)
+		free_proc(val);
+	hashmap__free(as->procs);
+	free(as);
+}
+
+void addrspace__set_tracking(struct addrspace *as, bool on)
+{
+	as->tracking = on;
+}
+
+static struct proc *find_proc(const struct addrspace *as, int pid)
+{
+	return hashmap__find(as->procs, (void *)(uintptr_t)pid);
+}
+
+static struct proc *get_proc(struct addrspace *as, int pid)
+{
+	struct proc *p = find_proc(as, pid);
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	if (hashmap__set(as->procs, (void *)(uintptr_t)pid, p, NULL)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static bool same_mapping(const struct procmap *a, const struct procmap *b)
+{
+	return a->start == b->start && a->dev == b->dev && a->inode == b->inode &&
+	       a->pgoff == b->pgoff;
+}
+
+/* Whether a file mapping of old is not in new. */
+static bool unmapped_since(const struct procmaps *old, const struct procmaps *new)
+{
+	for (size_t i = 0; i < old->nr; i++) {
+		const struct procmap *m = &old->maps[i], *n;
+
+		if (!m->path || m->path[0] != '/')
+			continue;
+		n = procmaps__find(new, m->start);
+		if (!n || !same_mapping(m, n))
+			return true;
+	}
+	return false;
+}
+
+/* Keeps s as p's newest snapshot: in place of the newest when it only adds
+ * to it, else in front of it. */
+static void keep_snapshot(struct addrspace *as, struct proc *p, struct snapshot *s)
+{
+	struct snapshot *head = p->snaps, **link;
+	unsigned int n = 0;
+
+	s->mm = p->mm;
+	if (head && !p->new_image && head->mm == p->mm &&
+	    !(as->tracking && unmapped_since(head->maps, s->maps))) {
+		s->older = head->older;
+		head->older = NULL;
+		free_snapshots(head);
+		p->snaps = s;
+		return;
+	}
+	s->older = head;
+	p->snaps = s;
+	p->new_image = false;
+	for (link = &p->snaps; *link && n < MAX_SNAPSHOTS; link = &(*link)->older)
+		n++;
+	free_snapshots(*link);
+	*link = NULL;
+}
+
+/* Real uid and the pid inside the process's own pid namespace. */
+static void read_ids(struct proc *p)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	p->nspid = p->pid;
+	snprintf(path, sizeof(path), "/proc/%d/status", p->pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Uid:", 4))
+			p->uid = strtoul(line + 4, NULL, 10);
+		else if (!strncmp(line, "NSpid:", 6)) {
+			char *last = strrchr(line, '\t') ? strrchr(line, '\t') : line + 6;
+
+			p->nspid = atoi(last);
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+/*
+ * A JIT's symbol map: /tmp/perf-NSPID.map seen from inside the process's
+ * mount and pid namespaces, else the host's /tmp/perf-PID.map. Read only
+ * when owned by the process's user or root, as perf checks.
+ */
+static void load_perf_map(struct proc *p)
+{
+	char path[128];
+	struct perfmap *pm;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", p->pid, p->nspid);
+	err = perfmap__load(path, p->uid, &pm);
+	if (err == -ENOENT || err == -ESRCH) {
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", p->pid);
+		err = perfmap__load(path, p->uid, &pm);
+	}
+	if (err == -EPERM)
+		p_warn("ignoring %s: not owned by the process's user (uid %u) or root", path,
+		       (unsigned int)p->uid);
+	if (err)
+		return;
+	perfmap__free(p->jit);
+	p->jit = pm;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void load_maps(struct addrspace *as, struct proc *p)
+{
+	struct snapshot *s;
+	bool anon_exec = false;
+	struct procmaps *pm;
+	int err;
+
+	p->dirty = false;
+	err = procmaps__load(p->pid, &pm);
+	if (err) {
+		p_dbg("pid %d: maps unreadable: %s", p->pid, strerror(-err));
+		return; /* gone: keep what we had */
+	}
+	if (!pm->nr) {
+		/* A zombie's maps read empty: it has exited, keep what we had. */
+		procmaps__free(pm);
+		return;
+	}
+	p_dbg("pid %d: %zu executable mappings", p->pid, pm->nr);
+	s = calloc(1, sizeof(*s));
+	if (s)
+		s->files = calloc(pm->nr, sizeof(*s->files));
+	if (!s || !s->files) {
+		free(s);
+		procmaps__free(pm);
+		return;
+	}
+	s->maps = pm;
+	s->read_ns = now_ns();
+	if (!p->reads)
+		read_ids(p);
+	/* Open the files now, through /proc/PID/map_files, while the process
+	 * lives: a deleted binary or one in another mount namespace cannot be
+	 * opened by its path after it exits. Cached per file, so cheap. */
+	for (size_t i = 0; i < pm->nr; i++) {
+		if (pm->maps[i].path && pm->maps[i].path[0] == '/')
+			s->files[i] = filecache__open(as->fc, p->pid, &pm->maps[i]);
+		anon_exec |= !pm->maps[i].path;
+	}
+	keep_snapshot(as, p, s);
+	if (anon_exec)
+		load_perf_map(p);
+	if (!p->reads++)
+		as->stats.processes++;
+}
+
+/*
+ * Called when the BPF side announces a process: new, exec'd (new address
+ * space), or with a changed number of mappings. The first few announcements
+ * of a process are read at once (early in its life it may be gone in
+ * milliseconds, and ld.so is still mapping libraries); after that, reads
+ * are batched by addrspace__refresh(), since a process that keeps mapping
+ * and unmapping memory would announce itself at every sample.
+ */
+#define EAGER_READS 8
+
+void addrspace__note_process(struct addrspace *as, int pid, int ppid, uint64_t mm,
+			     const char *comm)
+{
+	struct proc *p = get_proc(as, pid);
+
+	if (!p)
+		return;
+	if (ppid > 0 && ppid != pid) {
+		p->ppid = ppid;
+		/* read the parent's maps while it lives: they are the child's
+		 * if the child is gone before its own could be read */
+		if (!find_proc(as, ppid))
+			addrspace__note_process(as, ppid, 0, 0, comm);
+	}
+	p_dbg("process %d (%s) announced (maps read %u times)", pid, comm, p->reads);
+	if (!p->comm[0])
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	if (mm && p->mm && mm != p->mm) {
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+		p->eager = 0; /* an exec: a new life */
+		p->new_image = true;
+	}
+	if (mm)
+		p->mm = mm;
+	if (p->eager++ < EAGER_READS)
+		load_maps(as, p);
+	else
+		p->dirty = true;
+}
+
+void addrspace__refresh(struct addrspace *as)
+{
+	void *val;
+
+	for (size_t i = 0; hashmap__next(as->procs, &i, NULL, &val);) {
+		struct proc *p = val;
+
+		if (p->dirty)
+			load_maps(as, p);
+	}
+}
+
+/* The path of a mapping just made: the map_files link while it is mapped,
+ * else where a maps read saw it. */
+static char *mapping_path(const struct proc *p, const struct procmap *m)
+{
+	char link[96], buf[4096];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start,
+		 m->end);
+	n = readlink(link, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = 0;
+		if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
+			buf[n - 10] = 0;
+		return strdup(buf);
+	}
+	for (const struct snapshot *s = p->snaps; s; s = s->older)
+		for (size_t i = 0; i < s->maps->nr; i++)
+			if (s->maps->maps[i].path && same_mapping(&s->maps->maps[i], m))
+				return strdup(s->maps->maps[i].path);
+	return NULL;
+}
+
+static int add_event(struct proc *p, const struct mapevent *ev)
+{
+	size_t i;
+
+	if (p->nr_events == p->cap_events) {
+		size_t cap = p->cap_events ? 2 * p->cap_events : 8;
+		struct mapevent *v = realloc(p->events, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->events = v;
+		p->cap_events = cap;
+	}
+	/* Records of several CPUs' rings arrive out of gen order. */
+	for (i = p->nr_events; i > 0 && p->events[i - 1].gen > ev->gen; i--)
+		p->events[i] = p->events[i - 1];
+	p->events[i] = *ev;
+	p->nr_events++;
+	return 0;
+}
+
+void addrspace__note_mapping(struct addrspace *as, int pid, const struct as_mapping *am)
+{
+	struct proc *p = get_proc(as, pid);
+	struct mapevent ev = {
+		.gen = am->gen,
+		.time_ns = am->time_ns,
+		.exec = am->exec,
+		.mm = am->mm,
+		.m = { .start = am->start, .end = am->end, .pgoff = am->pgoff, .inode = am->ino,
+		       .exec = true, .dev = makedev(am->dev >> 20, am->dev & 0xfffff) },
+	};
+
+	if (!p)
+		return;
+	if (!ev.exec) {
+		as->stats.mappings++;
+		ev.m.path = mapping_path(p, &ev.m);
+		if (ev.m.path)
+			ev.file = filecache__open(as->fc, pid, &ev.m);
+		if (!ev.file || !ev.file->st) {
+			as->stats.mappings_unopened++;
+			p_dbg("pid %d: mapping %" PRIx64 "-%" PRIx64 " of inode %" PRIu64
+			      " could not be read", pid, am->start, am->end, am->ino);
+		}
+		if (!ev.m.path)
+			ev.m.path = strdup("[unknown file]");
+	}
+	if (add_event(p, &ev))
+		free(ev.m.path);
+}
+
+/* The newest followed mapping of p made at or before gen that covers addr,
+ * back to the last exec before gen (*exec_mm: the image it made, else 0). */
+static const struct mapevent *find_followed(const struct proc *p, uint32_t gen, uint64_t addr,
+					    uint64_t *exec_mm)
+{
+	*exec_mm = 0;
+	for (size_t i = p->nr_events; i-- > 0;) {
+		const struct mapevent *e = &p->events[i];
+
+		if (e->gen > gen)
+			continue;
+		if (e->exec) {
+			*exec_mm = e->mm;
+			return NULL;
+		}
+		if (addr >= e->m.start && addr < e->m.end)
+			return e;
+	}
+	return NULL;
+}
+
+/* Whether mapping m of snapshot s may be one made after gen, which was not
+ * there yet for a sample of gen: a mapping made after gen, before s was
+ * read, of the same file at the same place. (A file mapped again where it
+ * was before, after s was read, does not make s's older mapping of it
+ * new.) */
+static bool made_after(const struct proc *p, const struct snapshot *s, const struct procmap *m,
+		       uint32_t gen)
+{
+	for (size_t i = p->nr_events; i-- > 0 && p->events[i].gen > gen;) {
+		const struct mapevent *e = &p->events[i];
+
+		if (!e->exec && e->time_ns <= s->read_ns && same_mapping(&e->m, m))
+			return true;
+	}
+	return false;
+}
+
+/* Whether a sample of gen can be in the image whose maps were read as mm
+ * (0: not known): the image of the last exec before gen, or with no exec
+ * before gen, an image older than the first exec after it. */
+static bool image_at(const struct proc *p, uint64_t mm, uint32_t gen, uint64_t exec_mm)
+{
+	if (!mm || exec_mm)
+		return !mm || mm == exec_mm;
+	for (size_t i = 0; i < p->nr_events; i++)
+		if (p->events[i].exec && p->events[i].gen > gen && p->events[i].mm == mm)
+			return false;
+	return true;
+}
+
+/* The mapping of snapshot s that covers addr, if it was there at gen. */
+static bool find_read(const struct proc *p, const struct snapshot *s, uint32_t gen,
+		      uint64_t exec_mm, uint64_t addr, struct as_hit *hit)
+{
+	const struct procmap *m = procmaps__find(s->maps, addr);
+
+	if (!m || !image_at(p, s->mm, gen, exec_mm) || made_after(p, s, m, gen))
+		return false;
+	hit->m = m;
+	hit->file = s->files[m - s->maps->maps];
+	return true;
+}
+
+/* What p had mapped at addr at gen: followed mappings first (they are
+ * newer than any maps read), then the maps read from /proc. */
+static bool find_own(const struct proc *p, uint32_t gen, uint64_t addr, struct as_hit *hit)
+{
+	uint64_t exec_mm;
+	const struct mapevent *e = find_followed(p, gen, addr, &exec_mm);
+
+	if (e) {
+		hit->m = &e->m;
+		hit->file = e->file;
+		return true;
+	}
+	for (const struct snapshot *s = p->snaps; s; s = s->older)
+		if (find_read(p, s, gen, exec_mm, addr, hit))
+			return true;
+	return false;
+}
+
+int addrspace__find(struct addrspace *as, int pid, uint32_t gen, uint64_t addr,
+		    struct as_hit *hit)
+{
+	struct proc *p = find_proc(as, pid), *parent = NULL;
+
+	*hit = (struct as_hit){};
+	if (!p)
+		return -ENOENT;
+	hit->jit = p->jit;
+	if (find_own(p, gen, addr, hit))
+		return 0;
+	if (p->ppid && p->ppid != p->pid)
+		parent = find_proc(as, p->ppid);
+	/* Gone before its maps could be read: a child forked without exec
+	 * (same comm) has its parent's mappings (as they are now: when it
+	 * forked is not known). */
+	if (!p->snaps && parent && !strcmp(parent->comm, p->comm))
+		return find_own(parent, UINT32_MAX, addr, hit) ? 0 : -ENOENT;
+	/* A library loaded after we last read the maps: read them once more. */
+	if (!p->refreshed) {
+		p->refreshed = true;
+		load_maps(as, p);
+		if (find_own(p, gen, addr, hit))
+			return 0;
+	}
+	/* Not in any image of its own: a sample between fork and exec, whose
+	 * address space was still a copy of the parent's. */
+	if (parent && find_own(parent, UINT32_MAX, addr, hit))
+		return 0;
+	return -ENOENT;
+}
+
+void addrspace__stats(const struct addrspace *as, struct addrspace_stats *out)
+{
+	*out = as->stats;
+}

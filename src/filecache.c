@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "debuginfo.h"
+#include "elf_syms.h"
+#include "filecache.h"
+#include "hashmap.h"
+#include "log.h"
+#include "procmaps.h"
+
+struct file_key {
+	uint64_t dev;
+	uint64_t inode;
+};
+
+struct file_rec {
+	struct mapped_file pub;
+	struct file_key key;
+	struct timespec mtime;	 /* zero: could not be stat'ed */
+	char *path;
+	char build_id[2 * 64 + 1];
+	struct symtab *owned;	 /* symbols of a file with no build-ID */
+	struct file_rec *next;	 /* every record, for freeing: a record
+				  * replaced in `files` is still pointed to
+				  * by the mappings it was found for */
+};
+
+struct filecache {
+	struct hashmap *files;	 /* struct file_key -> newest struct file_rec */
+	struct hashmap *by_id;	 /* build-ID -> struct symtab (owned) */
+	struct file_rec *all;
+	const struct debuginfo_opts *dbg;
+	struct symtab *vdso;
+	bool vdso_tried;
+	struct filecache_stats stats;
+};
+
+static uint64_t hash_key(const void *k)
+{
+	return hashmap__hash_bytes(k, sizeof(struct file_key), 0);
+}
+
+static bool equal_key(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct file_key)) == 0;
+}
+
+int filecache__new(const struct debuginfo_opts *dbg, struct filecache **out)
+{
+	struct filecache *fc = calloc(1, sizeof(*fc));
+
+	if (!fc)
+		return -ENOMEM;
+	fc->dbg = dbg;
+	fc->files = hashmap__new(hash_key, equal_key);
+	fc->by_id = hashmap__new(hashmap__hash_str, hashmap__equal_str);
+	if (!fc->files || !fc->by_id) {
+		filecache__free(fc);
+		return -ENOMEM;
+	}
+	*out = fc;
+	return 0;
+}
+
+void filecache__free(struct filecache *fc)
+{
+	const void *key;
+	void *val;
+
+	if (!fc)
+		return;
+	while (fc->all) {
+		struct file_rec *r = fc->all;
+
+		fc->all = r->next;
+		symtab__free(r->owned);
+		free(r->path);
+		free(r);
+	}
+	for (size_t i = 0; fc->by_id && hashmap__next(fc->by_id, &i, &key, &val);) {
+		free((void *)key);
+		symtab__free(val);
+	}
+	hashmap__free(fc->files);
+	hashmap__free(fc->by_id);
+	symtab__free(fc->vdso);
+	free(fc);
+}
+
+/* The first way to the file that works (see filecache__open), into
+ * path[size], with its status. */
+static int find_file(int pid, const struct procmap *m, char *path, size_t size, struct stat *sb)
+{
+	snprintf(path, size, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+	if (!stat(path, sb))
+		return 0;
+	snprintf(path, size, "/proc/%d/root%s", pid, m->path);
+	if (!stat(path, sb) && (uint64_t)sb->st_ino == m->inode)
+		return 0;
+	snprintf(path, size, "%s", m->path);
+	if (!stat(path, sb) && (uint64_t)sb->st_ino == m->inode)
+		return 0;
+	return -ENOENT;
+}
+
+/* Symbols of the file at path (mapped as m->path), from its debug file
+ * when it is stripped. */
+static struct symtab *load_symbols(struct filecache *fc, const char *path, const char *mapped)
+{
+	struct symtab *st, *dbg;
+
+	if (symtab__load(path, &st))
+		return NULL;
+	fc->stats.parsed++;
+	if (!symtab__has_symtab(st) && !debuginfo__load(st, mapped, fc->dbg, &dbg)) {
+		symtab__free(st);
+		st = dbg;
+		fc->stats.debug_files++;
+	}
+	fc->stats.symtab_bytes += symtab__mem_bytes(st);
+	return st;
+}
+
+/* Fills r's symbols: the build-ID's, when they are loaded already. */
+static void read_file(struct filecache *fc, struct file_rec *r, const char *path)
+{
+	struct symtab *st;
+	char *id;
+
+	if (!elf_build_id__read(path, r->build_id, sizeof(r->build_id)))
+		r->pub.build_id = r->build_id;
+	st = r->pub.build_id ? hashmap__find(fc->by_id, r->build_id) : NULL;
+	if (st) {
+		fc->stats.shared++;
+		r->pub.st = st;
+		return;
+	}
+	st = load_symbols(fc, path, r->path);
+	r->pub.st = st;
+	if (!st || !r->pub.build_id) {
+		r->owned = st;
+		return;
+	}
+	id = strdup(r->build_id);
+	if (!id || hashmap__set(fc->by_id, id, st, NULL)) {
+		free(id);
+		r->owned = st; /* still right, only not shared */
+	}
+}
+
+const struct mapped_file *filecache__open(struct filecache *fc, int pid,
+					  const struct procmap *m)
+{
+	struct file_key key = { m->dev, m->inode };
+	struct file_rec *r = hashmap__find(fc->files, &key);
+	char path[4096 + 64];
+	struct stat sb;
+	bool found;
+
+	found = !find_file(pid, m, path, sizeof(path), &sb);
+	/* Gone, or the same file: what we know is all there is. */
+	if (r && (!found || (sb.st_mtim.tv_sec == r->mtime.tv_sec &&
+			     sb.st_mtim.tv_nsec == r->mtime.tv_nsec)))
+		return &r->pub;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->path = strdup(m->path);
+	if (!r->path) {
+		free(r);
+		return NULL;
+	}
+	r->key = key;
+	r->pub.path = r->path;
+	r->next = fc->all;
+	fc->all = r;
+	fc->stats.files++;
+	if (found) {
+		r->mtime = sb.st_mtim;
+		read_file(fc, r, path);
+	}
+	if (!r->pub.st) {
+		fc->stats.unreadable++;
+		p_dbg("%s (pid %d): no symbols could be read", m->path, pid);
+	}
+	/* a failed insert only costs a second open later */
+	hashmap__set(fc->files, &r->key, r, NULL);
+	return &r->pub;
+}
+
+const struct symtab *filecache__vdso(struct filecache *fc)
+{
+	const void *image = (const void *)getauxval(AT_SYSINFO_EHDR);
+	struct procmaps *self = NULL;
+	const struct procmap *m;
+
+	if (fc->vdso_tried)
+		return fc->vdso;
+	fc->vdso_tried = true;
+	/* Every process maps the same vDSO image of this kernel: read ours. */
+	if (!image || procmaps__load(getpid(), &self))
+		return NULL;
+	m = procmaps__find(self, (uintptr_t)image);
+	if (m && symtab__load_mem(image, m->end - m->start, &fc->vdso))
+		fc->vdso = NULL;
+	procmaps__free(self);
+	fc->stats.symtab_bytes += symtab__mem_bytes(fc->vdso);
+	return fc->vdso;
+}
+
+void filecache__stats(const struct filecache *fc, struct filecache_stats *out)
+{
+	*out = fc->stats;
+}

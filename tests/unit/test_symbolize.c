@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Normalization and symbolization against mappings this test makes in its
+ * own address space: fx_swap_a.so and fx_swap_b.so (same layout, other
+ * names and build-IDs) mapped in turn at one address, told to the
+ * symbolizer as the BPF side would (generations, an exec), and a copy of a
+ * library (same build-ID, parsed once) rewritten in place (read again).
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "elf_syms.h"
+#include "symbolize.h"
+#include "unit.h"
+
+#define FX(name) FIXTURE_DIR "/" name
+#define ID_A "aaaa0000aaaa0000aaaa0000aaaa0000aaaa0000"
+#define ID_B "bbbb0000bbbb0000bbbb0000bbbb0000bbbb0000"
+/* the function's file offset in both libraries (nm: 0x1100, PT_LOAD at
+ * offset = vaddr), checked against the symbol table below */
+#define FN_OFF 0x1100
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* Maps path whole, executable, at addr (NULL: anywhere); fills *am as the
+ * BPF side's mapping record would. */
+static void *map_file(const char *path, void *addr, struct as_mapping *am, uint32_t gen)
+{
+	struct stat sb;
+	void *p;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &sb)) {
+		printf("    cannot open %s\n", path);
+		exit(1);
+	}
+	p = mmap(addr, sb.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE | (addr ? MAP_FIXED : 0),
+		 fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		printf("    cannot map %s\n", path);
+		exit(1);
+	}
+	*am = (struct as_mapping){
+		.gen = gen,
+		.time_ns = now_ns(),
+		.mm = 1,
+		.start = (uintptr_t)p,
+		.end = (uintptr_t)p + ((sb.st_size + 4095) & ~4095UL),
+		.dev = ((uint64_t)major(sb.st_dev) << 20) | minor(sb.st_dev),
+		.ino = sb.st_ino,
+	};
+	return p;
+}
+
+static const char *name_at(struct symbolizer *sym, uint32_t gen, uintptr_t addr)
+{
+	return symbolizer__user(sym, getpid(), gen, addr, false);
+}
+
+static void test_mappings_over_time(void)
+{
+	struct sym_location loc;
+	struct symbolizer *sym;
+	struct as_mapping am;
+	size_t size;
+	uintptr_t fn;
+	void *base;
+
+	CHECK(!symbolizer__new(NULL, &sym), "new");
+	symbolizer__set_tracking(sym, true);
+	/* a mapped before we look: known from /proc/self/maps only */
+	base = map_file(FX("fx_swap_a.so"), NULL, &am, 0);
+	fn = (uintptr_t)base + FN_OFF;
+	size = am.end - am.start;
+	symbolizer__note_process(sym, getpid(), 0, 1, "test_symbolize");
+	CHECK(!strcmp(name_at(sym, 0, fn), "fx_swap_a"), "gen 0: %s", name_at(sym, 0, fn));
+
+	/* b replaces a at the same address, as gen 7 */
+	munmap(base, size);
+	map_file(FX("fx_swap_b.so"), base, &am, 7);
+	symbolizer__note_mapping(sym, getpid(), &am);
+	/* a maps read now would show b: samples of gen 0 must not see it */
+	symbolizer__note_process(sym, getpid(), 0, 1, "test_symbolize");
+	CHECK(!strcmp(name_at(sym, 0, fn), "fx_swap_a"), "gen 0 after b: %s", name_at(sym, 0, fn));
+	CHECK(!strcmp(name_at(sym, 7, fn), "fx_swap_b"), "gen 7: %s", name_at(sym, 7, fn));
+	CHECK(!strcmp(name_at(sym, 9, fn), "fx_swap_b"), "gen 9: %s", name_at(sym, 9, fn));
+
+	/* and a again, as gen 12 */
+	munmap(base, size);
+	map_file(FX("fx_swap_a.so"), base, &am, 12);
+	symbolizer__note_mapping(sym, getpid(), &am);
+	CHECK(!strcmp(name_at(sym, 11, fn), "fx_swap_b"), "gen 11: %s", name_at(sym, 11, fn));
+	CHECK(!strcmp(name_at(sym, 12, fn), "fx_swap_a"), "gen 12: %s", name_at(sym, 12, fn));
+
+	/* normalized: the file, its build-ID and the offset, per generation */
+	CHECK(!symbolizer__normalize(sym, getpid(), 8, fn + 3, &loc), "normalize gen 8");
+	CHECK(loc.build_id && !strcmp(loc.build_id, ID_B), "gen 8 build-ID %s", loc.build_id);
+	CHECK(loc.path && strstr(loc.path, "fx_swap_b.so"), "gen 8 path %s", loc.path);
+	CHECK(loc.file_offset == FN_OFF + 3 && loc.vaddr == FN_OFF + 3,
+	      "offset %#lx vaddr %#lx", (unsigned long)loc.file_offset, (unsigned long)loc.vaddr);
+	CHECK(loc.map_start == (uintptr_t)base && loc.map_pgoff == 0, "mapping");
+	CHECK(!symbolizer__normalize(sym, getpid(), 0, fn, &loc), "normalize gen 0");
+	CHECK(loc.build_id && !strcmp(loc.build_id, ID_A), "gen 0 build-ID %s (%s)", loc.build_id, loc.path);
+	CHECK(!symbolizer__normalize(sym, getpid(), 13, fn, &loc) && loc.build_id &&
+		      !strcmp(loc.build_id, ID_A), "gen 13 build-ID %s", loc.build_id);
+
+	/* an exec at gen 20 into an image whose maps were never read: nothing
+	 * of the old image may name its samples */
+	am = (struct as_mapping){ .gen = 20, .exec = true, .mm = 2 };
+	symbolizer__note_mapping(sym, getpid(), &am);
+	CHECK(!strncmp(name_at(sym, 21, fn), "[unmapped]", 10), "after exec: %s",
+	      name_at(sym, 21, fn));
+	CHECK(!strcmp(name_at(sym, 19, fn), "fx_swap_a"), "before exec: %s", name_at(sym, 19, fn));
+	munmap(base, size);
+	symbolizer__free(sym);
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	ssize_t n;
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+
+	while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n)
+			break;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return in < 0 || out < 0 ? -1 : 0;
+}
+
+static void test_file_cache(void)
+{
+	char dir[] = "/tmp/test_symbolize.XXXXXX", copy[64];
+	struct symbolizer_stats st0, st;
+	struct symbolizer *sym;
+	struct as_mapping am;
+	void *a, *c, *c2;
+	struct timespec later[2] = { { 0, UTIME_OMIT }, { 1, 0 } };
+
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	snprintf(copy, sizeof(copy), "%s/copy.so", dir);
+	CHECK(!copy_file(FX("fx_swap_a.so"), copy), "copy");
+	CHECK(!symbolizer__new(NULL, &sym), "new");
+	symbolizer__set_tracking(sym, true);
+	symbolizer__note_process(sym, getpid(), 0, 1, "test_symbolize");
+
+	/* the same build-ID in two files: symbols parsed once */
+	symbolizer__stats(sym, &st0);
+	a = map_file(FX("fx_swap_a.so"), NULL, &am, 1);
+	symbolizer__note_mapping(sym, getpid(), &am);
+	c = map_file(copy, NULL, &am, 2);
+	symbolizer__note_mapping(sym, getpid(), &am);
+	CHECK(!strcmp(name_at(sym, 2, (uintptr_t)c + FN_OFF), "fx_swap_a"), "copy: %s",
+	      name_at(sym, 2, (uintptr_t)c + FN_OFF));
+	symbolizer__stats(sym, &st);
+	CHECK(st.files - st0.files == 2 && st.shared - st0.shared == 1 &&
+		      st.parsed - st0.parsed == 1, "files +%lu, shared +%lu, parsed +%lu",
+	      (unsigned long)(st.files - st0.files), (unsigned long)(st.shared - st0.shared),
+	      (unsigned long)(st.parsed - st0.parsed));
+	CHECK(st.symtab_bytes > st0.symtab_bytes, "symbol table bytes counted");
+
+	/* the copy rewritten in place (same inode, new mtime): read again */
+	CHECK(!copy_file(FX("fx_swap_b.so"), copy), "rewrite");
+	CHECK(!utimensat(AT_FDCWD, copy, later, 0), "mtime");
+	c2 = map_file(copy, NULL, &am, 3);
+	symbolizer__note_mapping(sym, getpid(), &am);
+	CHECK(!strcmp(name_at(sym, 3, (uintptr_t)c2 + FN_OFF), "fx_swap_b"), "rewritten: %s",
+	      name_at(sym, 3, (uintptr_t)c2 + FN_OFF));
+	/* the old mapping of the copy keeps the old file's names */
+	CHECK(!strcmp(name_at(sym, 3, (uintptr_t)c + FN_OFF), "fx_swap_a"), "old copy: %s",
+	      name_at(sym, 3, (uintptr_t)c + FN_OFF));
+	munmap(a, am.end - am.start); /* all three of one size */
+	munmap(c, am.end - am.start);
+	munmap(c2, am.end - am.start);
+	symbolizer__free(sym);
+	unlink(copy);
+	rmdir(dir);
+}
+
+/* The offset the test relies on, from our own ELF reader: both libraries
+ * have their function at FN_OFF. */
+static void test_fixture_layout(void)
+{
+	struct symtab *a, *b;
+	uint64_t va;
+
+	CHECK(!symtab__load(FX("fx_swap_a.so"), &a) && !symtab__load(FX("fx_swap_b.so"), &b),
+	      "load");
+	CHECK(!symtab__off_to_vaddr(a, FN_OFF, &va) && va == FN_OFF, "vaddr %#lx",
+	      (unsigned long)va);
+	CHECK(!strcmp(symtab__find(a, FN_OFF, NULL), "fx_swap_a") &&
+		      !strcmp(symtab__find(b, FN_OFF, NULL), "fx_swap_b"), "names");
+	symtab__free(a);
+	symtab__free(b);
+}
+
+int main(void)
+{
+	RUN(test_fixture_layout);
+	RUN(test_mappings_over_time);
+	RUN(test_file_cache);
+	UNIT_EXIT();
+}
