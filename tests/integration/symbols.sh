@@ -96,3 +96,11 @@ if [ "$all" -gt 1000 ] && [ $((unnamed * 100)) -lt "$all" ] && [ $((named * 100)
 else
 	fail "20 processes gone before the end: named" "$unnamed of $all unnamed, $named under share_fn"
 fi
+
+# An executable that lives only in memory (memfd_create + fexecve), as some
+# container runtimes and packers run theirs: no path on any file system.
+profile "$TMP/memfd.folded" -F 999 -- "$W/memfd_run" "$W/shares" 1 || fail "memfd run"
+n=$(samples_matching "$TMP/memfd.folded" '^memfd:bpfs-test;.*;main;run_shares;share_fn_[0-9]+(;|$)')
+all=$(comm_lines "$TMP/memfd.folded" memfd:bpfs-test >"$TMP/memfd.only"; total "$TMP/memfd.only")
+[ "$all" -gt 500 ] || fail "memfd executable: enough samples" "$all"
+within "memfd executable: named ($n of $all)" "$(awk -v a="$n" -v t="$all" 'BEGIN { printf "%.4f", t ? a / t : 0 }')" 1 0.05
