@@ -104,3 +104,14 @@ n=$(samples_matching "$TMP/memfd.folded" '^memfd:bpfs-test;.*;main;run_shares;sh
 all=$(comm_lines "$TMP/memfd.folded" memfd:bpfs-test >"$TMP/memfd.only"; total "$TMP/memfd.only")
 [ "$all" -gt 500 ] || fail "memfd executable: enough samples" "$all"
 within "memfd executable: named ($n of $all)" "$(awk -v a="$n" -v t="$all" 'BEGIN { printf "%.4f", t ? a / t : 0 }')" 1 0.05
+
+# The vDSO has no file: its frames are named from the kernel's vDSO image.
+profile "$TMP/vdso.folded" -F 999 -- "$W/vdso_clock" 1 || fail "vdso run"
+all=$(comm_lines "$TMP/vdso.folded" vdso_clock >"$TMP/vdso.only"; total "$TMP/vdso.only")
+n=$(samples_matching "$TMP/vdso.only" ';__vdso_[a-z_]+(;|$)')
+unnamed=$(samples_matching "$TMP/vdso.only" '[[]vdso[]]|[[]unmapped[]]')
+if [ "$all" -gt 500 ] && [ $((n * 2)) -gt "$all" ] && [ "$unnamed" -eq 0 ]; then
+	pass "vDSO frames named ($n of $all samples in __vdso_*)"
+else
+	fail "vDSO frames named" "$n of $all in __vdso_*, $unnamed unnamed: $(sort -k2 -n "$TMP/vdso.only" | tail -3)"
+fi

@@ -13,7 +13,7 @@ WL_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -pthread \
 WL_DEPFLAGS = -MMD -MP -MF $@.d
 WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recurse \
 	libwork.so uselib syscalls cache branch fork_short cpuburn jit \
-	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run)
+	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock)
 
 workloads: $(WL_BINS)
 
