@@ -57,6 +57,9 @@ void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, uint64_
 			      const char *comm);
 void symbolizer__note_mapping(struct symbolizer *sym, int pid, const struct as_mapping *am);
 void symbolizer__set_tracking(struct symbolizer *sym, bool on);
+/* Re-reads the mappings of processes announced since, and notes BPF
+ * programs loaded since (call every few hundred ms while sampling, and once
+ * at the end). */
 void symbolizer__refresh(struct symbolizer *sym);
 /*
  * Normalizes addr of pid at mapping generation gen (0: before any followed

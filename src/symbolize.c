@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "addrspace.h"
+#include "bpfprogs.h"
 #include "debuginfo.h"
 #include "elf_syms.h"
 #include "filecache.h"
@@ -22,6 +23,7 @@ struct symbolizer {
 	struct hashmap *strings; /* interned "module+0x..." names */
 	struct ksyms *ksyms;
 	bool ksyms_tried;
+	struct bpfprogs *bpf;
 	struct debuginfo_opts dbg;
 	uint64_t user_frames, user_named, kernel_frames, kernel_named;
 };
@@ -40,6 +42,8 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 	err = filecache__new(&sym->dbg, &sym->fc);
 	if (!err)
 		err = addrspace__new(sym->fc, &sym->as);
+	if (!err)
+		err = bpfprogs__new(&sym->bpf);
 	if (!err) {
 		sym->strings = hashmap__new(hashmap__hash_str, hashmap__equal_str);
 		if (!sym->strings)
@@ -66,6 +70,7 @@ void symbolizer__free(struct symbolizer *sym)
 	addrspace__free(sym->as);
 	filecache__free(sym->fc);
 	ksyms__free(sym->ksyms);
+	bpfprogs__free(sym->bpf);
 	free(sym);
 }
 
@@ -88,6 +93,7 @@ void symbolizer__set_tracking(struct symbolizer *sym, bool on)
 void symbolizer__refresh(struct symbolizer *sym)
 {
 	addrspace__refresh(sym->as);
+	bpfprogs__poll(sym->bpf);
 }
 
 static const char *intern(struct symbolizer *sym, const char *s)
@@ -189,6 +195,7 @@ const char *symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_a
 {
 	uint64_t look = ret_addr && addr ? addr - 1 : addr;
 	const struct ksym *ks;
+	const char *name;
 	char buf[512];
 
 	sym->kernel_frames++;
@@ -200,7 +207,19 @@ const char *symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_a
 			p_warn("/proc/kallsyms hides addresses (kernel.kptr_restrict): run as root "
 			       "or set sysctl kernel.kptr_restrict=0 for kernel names");
 	}
+	/* BPF programs first: kallsyms has them only while they are loaded,
+	 * and with no size. */
+	name = bpfprogs__find(sym->bpf, look);
+	if (name) {
+		sym->kernel_named++;
+		snprintf(buf, sizeof(buf), "%s [bpf]", name);
+		return intern(sym, buf);
+	}
 	ks = sym->ksyms ? ksyms__find(sym->ksyms, look) : NULL;
+	/* In a program never seen (loaded and unloaded between two polls):
+	 * the [bpf] symbol below it is another program's. */
+	if (ks && ks->module && !strcmp(ks->module, "bpf") && bpfprogs__usable(sym->bpf))
+		ks = NULL;
 	if (!ks) {
 		snprintf(buf, sizeof(buf), "[kernel]+0x%" PRIx64, addr);
 		return intern(sym, buf);

@@ -115,3 +115,20 @@ if [ "$all" -gt 500 ] && [ $((n * 2)) -gt "$all" ] && [ "$unnamed" -eq 0 ]; then
 else
 	fail "vDSO frames named" "$n of $all in __vdso_*, $unnamed unnamed: $(sort -k2 -n "$TMP/vdso.only" | tail -3)"
 fi
+
+# Kernel frames in a module: this kernel cannot load modules, but BPF
+# programs are listed in kallsyms the same way ("name [bpf]"). bpf_spin runs
+# one in the kernel and exits (unloading it) before the profile ends: named
+# all the same, and never after another program.
+profile "$TMP/bpf.folded" -F 999 -- "$W/bpf_spin" 1 >"$TMP/bpf.name" || fail "bpf_spin run" "$(cat "$TMP/bpf.folded.err")"
+want="$(cat "$TMP/bpf.name") [bpf]"
+all=$(comm_lines "$TMP/bpf.folded" bpf_spin >"$TMP/bpf.only"; total "$TMP/bpf.only")
+n=$(samples_with "$TMP/bpf.only" "$want")
+other=$(awk -v w="$want" '{ line = $0; sub(/ [0-9]+$/, "", line); k = split(line, a, ";")
+	for (i = 1; i <= k; i++) if (a[i] ~ / \[bpf\]$/ && a[i] != w) { s += $NF; break } }
+	END { print s + 0 }' "$TMP/bpf.only")
+if [ "$all" -gt 500 ] && [ $((n * 10)) -gt $((all * 7)) ] && [ "$other" -eq 0 ]; then
+	pass "BPF program unloaded before the end: '$want' ($n of $all samples)"
+else
+	fail "BPF program unloaded before the end: '$want'" "$n of $all samples, $other in other [bpf] frames: $(sort -k2 -n "$TMP/bpf.only" | tail -2)"
+fi

@@ -13,7 +13,7 @@ WL_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -pthread \
 WL_DEPFLAGS = -MMD -MP -MF $@.d
 WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recurse \
 	libwork.so uselib syscalls cache branch fork_short cpuburn jit \
-	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock)
+	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock bpf_spin)
 
 workloads: $(WL_BINS)
 
@@ -23,6 +23,10 @@ $(WL_OUT):
 $(WL_OUT)/shares: $(WL_SRC)/shares.c $(WL_MK) | $(WL_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) -fno-pie -no-pie $< -o $@
+
+$(WL_OUT)/bpf_spin: $(WL_SRC)/bpf_spin.c $(WL_MK) | $(WL_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) $< $(LIBBPF_CFLAGS) $(LIBBPF_LIBS) -o $@
 
 $(WL_OUT)/execer: $(WL_SRC)/execer.c $(WL_MK) | $(WL_OUT)
 	$(call msg,CC,$@)

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The JIT images of BPF programs: /proc/kallsyms lists them as
+ * "bpf_prog_TAG_NAME [bpf]", the way it lists a module's symbols, but with
+ * no size, and only while the program is loaded. Polled while sampling,
+ * each program's functions are kept with their extent (bpf_prog_info), so
+ * a program unloaded before the end is still named, and an address in no
+ * known program is never named after the program below it.
+ */
+#ifndef BPFSAMPLER_BPFPROGS_H
+#define BPFSAMPLER_BPFPROGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct bpfprogs;
+
+int bpfprogs__new(struct bpfprogs **out);
+void bpfprogs__free(struct bpfprogs *bp);
+/* Notes the programs loaded since the last call. Cheap when none is new
+ * (one system call per loaded program). Returns 0 or -errno (-EPERM: the
+ * programs cannot be listed; bpfprogs__usable() is false then). */
+int bpfprogs__poll(struct bpfprogs *bp);
+/* Whether polling works: then an address in no known program is in one
+ * that was never seen. */
+bool bpfprogs__usable(const struct bpfprogs *bp);
+/* The kallsyms name of the program function containing addr, or NULL. */
+const char *bpfprogs__find(const struct bpfprogs *bp, uint64_t addr);
+
+#endif
