@@ -5,7 +5,8 @@
 #   tools/install-deps.sh --bench  also the profilers the benchmark compares
 set -eu
 
-pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev"
+# libdebuginfod-dev: elfutils' client for fetching debug files by build-ID
+pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libdebuginfod-dev"
 # tests: binutils (strip, objcopy, readelf, nm for fixtures), gawk for the
 # checks, util-linux (setpriv, unshare), python3 for tools/bench (smoke test)
 pkgs="$pkgs binutils gawk util-linux python3"
