@@ -2,8 +2,10 @@
 /*
  * Separate debug files, found where gdb and perf look: by build-ID under
  * each debug root (/usr/lib/debug and --debug-dir), then by .gnu_debuglink
- * beside the file, in its .debug/ and under each debug root, CRC-checked.
- * A debug file whose build-ID differs from the binary's is rejected.
+ * beside the file, in its .debug/ and under each debug root, CRC-checked;
+ * last, when DEBUGINFOD_URLS names servers, from debuginfod by build-ID
+ * (each build-ID asked at most once per run). A debug file whose build-ID
+ * differs from the binary's is rejected, wherever it came from.
  */
 #ifndef BPFSAMPLER_DEBUGINFO_H
 #define BPFSAMPLER_DEBUGINFO_H

@@ -6,11 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <elfutils/debuginfod.h>
 
 #include "debuginfo.h"
 #include "elf_syms.h"
+#include "hashmap.h"
 #include "log.h"
 
 #define STD_ROOT "/usr/lib/debug"
@@ -132,6 +135,169 @@ static int by_debuglink(const struct symtab *st, const char *path, const struct 
 	return -ENOENT;
 }
 
+/*
+ * debuginfod, asked last. debuginfo has no object of its own (symbolize calls
+ * debuginfo__load() with options only), so the one client of the process
+ * lives here, made on the first lookup and ended by atexit(): a run that
+ * never needs it never opens a connection, and no caller has to learn a
+ * lifecycle. Lookups run on one thread (the symbolizer's).
+ */
+static const char no_answer[] = ""; /* value in `asked` for a miss */
+
+/*
+ * libdebuginfod waits DEBUGINFOD_TIMEOUT (default 90 s) for a server and
+ * tries 1 + DEBUGINFOD_RETRY_LIMIT (2) times: a server that accepts and never
+ * answers would hold the profile back for minutes. The API has no per-client
+ * timeout, but its progress callback is the documented way to stop a lookup,
+ * so unless the user set DEBUGINFOD_TIMEOUT we give up on a lookup whose
+ * download has not begun after this long. A download under way (its size
+ * known) is left to the library's own low-speed limit.
+ */
+#define START_WAIT_S 5
+
+static struct {
+	debuginfod_client *client;
+	struct hashmap *asked; /* build-ID -> path in the client cache, or no_answer */
+	bool off;	       /* no client, or a server timed out: stop asking */
+	struct timespec start; /* of the lookup under way */
+	bool gave_up;	       /* on_progress() stopped it */
+} dfd;
+
+static int on_progress(debuginfod_client *c, long done, long size)
+{
+	struct timespec now;
+
+	/* size: set once a server has answered with a file */
+	if (size > 0 || clock_gettime(CLOCK_MONOTONIC, &now))
+		return 0;
+	if (now.tv_sec - dfd.start.tv_sec < START_WAIT_S)
+		return 0;
+	dfd.gave_up = true;
+	return 1;
+}
+
+static void debuginfod_cleanup(void)
+{
+	const void *key;
+	void *val;
+
+	for (size_t i = 0; dfd.asked && hashmap__next(dfd.asked, &i, &key, &val);) {
+		free((void *)key);
+		if (val != no_answer)
+			free(val);
+	}
+	hashmap__free(dfd.asked);
+	if (dfd.client)
+		debuginfod_end(dfd.client);
+	memset(&dfd, 0, sizeof(dfd));
+}
+
+/* As gdb and perf do: only when the user named servers. libdebuginfod reads
+ * DEBUGINFOD_URLS itself at each lookup; this only decides whether to ask. */
+static bool debuginfod_wanted(void)
+{
+	const char *urls = getenv(DEBUGINFOD_URLS_ENV_VAR);
+
+	return urls && urls[strspn(urls, " \t")];
+}
+
+static int debuginfod_start(void)
+{
+	static bool registered;
+
+	if (dfd.client)
+		return 0;
+	if (dfd.off) /* the client could not be made */
+		return -ENOENT;
+	if (!registered) {
+		if (atexit(debuginfod_cleanup)) {
+			dfd.off = true;
+			return -ENOMEM;
+		}
+		registered = true;
+	}
+	errno = 0;
+	dfd.asked = hashmap__new(hashmap__hash_str, hashmap__equal_str);
+	dfd.client = debuginfod_begin();
+	if (!dfd.asked || !dfd.client) {
+		p_warn("debuginfod: cannot start a client: %s; looking for debug files "
+		       "locally only",
+		       strerror(errno ? errno : ENOMEM));
+		debuginfod_cleanup();
+		dfd.off = true;
+		return -ENOENT;
+	}
+	/* This replaces the bar DEBUGINFOD_PROGRESS asks for: not hanging
+	 * matters more to a profiler than a progress bar. */
+	if (!getenv(DEBUGINFOD_TIMEOUT_ENV_VAR))
+		debuginfod_set_progressfn(dfd.client, on_progress);
+	return 0;
+}
+
+/* Asks the servers once per build-ID per run, answer or not: a second
+ * binary with the same build-ID reuses the file, a miss is not retried. */
+static int fetch(const char *id, const char **path)
+{
+	char *key, *got = NULL;
+	void *known = hashmap__find(dfd.asked, id);
+	int fd;
+
+	if (known || dfd.off) {
+		*path = known && known != no_answer ? known : NULL;
+		return 0;
+	}
+	key = strdup(id);
+	if (!key)
+		return -ENOMEM;
+	dfd.gave_up = false;
+	clock_gettime(CLOCK_MONOTONIC, &dfd.start);
+	/* build_id_len 0: the build-ID is given as lowercase hex, as we hold it */
+	fd = debuginfod_find_debuginfo(dfd.client, (const unsigned char *)id, 0, &got);
+	if (fd >= 0) {
+		close(fd); /* in the client cache: loaded by path like a local file */
+		if (debuginfod_get_url(dfd.client))
+			p_dbg("debuginfod: build-ID %s: fetched from %s into %s", id,
+			      debuginfod_get_url(dfd.client), got);
+		else
+			p_dbg("debuginfod: build-ID %s: in the client cache: %s", id, got);
+	} else {
+		got = NULL;
+		if (dfd.gave_up)
+			fd = -ETIME;
+		p_dbg("debuginfod: build-ID %s: no debug file: %s", id, strerror(-fd));
+		/* A server that timed out will likely time out again, each time
+		 * as long: one wait per run is enough. */
+		if (fd == -ETIME || fd == -ETIMEDOUT) {
+			p_dbg("debuginfod: a server timed out, not asking again this run");
+			dfd.off = true;
+		}
+	}
+	if (hashmap__set(dfd.asked, key, got ? got : (void *)no_answer, NULL)) {
+		free(key);
+		free(got);
+		return -ENOMEM;
+	}
+	*path = got;
+	return 0;
+}
+
+static int by_debuginfod(const struct symtab *st, struct symtab **out)
+{
+	const char *id = symtab__build_id(st), *path;
+	int err;
+
+	if (!id || !debuginfod_wanted() || debuginfod_start())
+		return -ENOENT;
+	err = fetch(id, &path);
+	if (err)
+		return err;
+	if (!path)
+		return -ENOENT;
+	/* A server's file gets the checks a local one gets: same build-ID,
+	 * has a .symtab, laid out as the binary. */
+	return try_candidate(st, path, false, 0, out);
+}
+
 int debuginfo__load(const struct symtab *st, const char *path, const struct debuginfo_opts *o,
 		    struct symtab **out)
 {
@@ -140,5 +306,7 @@ int debuginfo__load(const struct symtab *st, const char *path, const struct debu
 
 	if (!by_build_id(st, r, nr, out))
 		return 0;
-	return by_debuglink(st, path, o, r, nr, out);
+	if (!by_debuglink(st, path, o, r, nr, out))
+		return 0;
+	return by_debuginfod(st, out);
 }

@@ -5,10 +5,14 @@
 #   tools/install-deps.sh --bench  also the profilers the benchmark compares
 set -eu
 
-pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev"
+# libdebuginfod-dev: elfutils' client for fetching debug files by build-ID
+pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libdebuginfod-dev"
 # tests: binutils (strip, objcopy, readelf, nm for fixtures), gawk for the
-# checks, util-linux (setpriv, unshare), python3 for tools/bench (smoke test)
-pkgs="$pkgs binutils gawk util-linux python3"
+# checks, util-linux (setpriv, unshare, nsenter), python3 for tools/bench
+# (smoke test) and a silent server; debuginfod (the server and
+# debuginfod-find) and iproute2 (loopback in the test's own network
+# namespace) to fetch debug files from a real server
+pkgs="$pkgs binutils gawk util-linux python3 debuginfod iproute2"
 if [ "${1:-}" = "--bench" ]; then
 	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine"
 fi

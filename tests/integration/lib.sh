@@ -10,6 +10,8 @@ BPFS=$ROOT/bpfsampler
 W=$OUTPUT/workloads
 TMP=$(mktemp -d /tmp/bpfsampler-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
+# The user's debuginfod servers are never asked: debuginfod.sh runs its own.
+unset DEBUGINFOD_URLS
 
 pass() { echo "PASS $1"; }
 fail() {

@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Separate debug files: by build-ID under a debug root, by .gnu_debuglink
- * (CRC-checked), and rejected when they belong to another build. */
+ * (CRC-checked), from debuginfod (through a file:// URL, no server needed),
+ * and rejected when they belong to another build. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "debuginfo.h"
 #include "elf_syms.h"
@@ -97,11 +103,132 @@ static void test_bad_crc(void)
 	symtab__free(st);
 }
 
+/* A debuginfod tree libdebuginfod reads through file://: buildid/ID/debuginfo. */
+static char dfd_dir[] = "/tmp/bpfsampler-unit-dfd.XXXXXX";
+static bool dfd_ready;
+
+static void test_debuginfod_tree(void)
+{
+	char path[PATH_MAX];
+
+	CHECK(mkdtemp(dfd_dir), "mkdtemp %s: %s", dfd_dir, strerror(errno));
+	snprintf(path, sizeof(path), "%s/srv", dfd_dir);
+	CHECK(mkdir(path, 0755) == 0, "mkdir %s: %s", path, strerror(errno));
+	strcat(path, "/buildid");
+	dfd_ready = mkdir(path, 0755) == 0;
+	CHECK(dfd_ready, "mkdir %s: %s", path, strerror(errno));
+}
+
+static int serve(const struct symtab *st, const char *debug_file)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/srv/buildid/%s", dfd_dir, symtab__build_id(st));
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	strcat(path, "/debuginfo");
+	unlink(path);
+	return symlink(debug_file, path) ? -errno : 0;
+}
+
+static void use_debuginfod(void)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "file://%s/srv", dfd_dir);
+	setenv("DEBUGINFOD_URLS", path, 1);
+	snprintf(path, sizeof(path), "%s/cache", dfd_dir);
+	setenv("DEBUGINFOD_CACHE_PATH", path, 1);
+}
+
+static void test_debuginfod(void)
+{
+	struct symtab *st = NULL, *dbg = NULL;
+	uint64_t addr = fx_local_addr();
+	const char *name;
+
+	CHECK(dfd_ready, "a debuginfod tree");
+	if (!dfd_ready)
+		return;
+	CHECK(symtab__load(DBG("byid"), &st) == 0, "load stripped");
+	if (!st)
+		return;
+	CHECK(serve(st, DBG("byid.full")) == 0, "serve byid.full: %s", strerror(errno));
+	unsetenv("DEBUGINFOD_URLS");
+	CHECK(debuginfo__load(st, DBG("byid"), NULL, &dbg) == -ENOENT,
+	      "without DEBUGINFOD_URLS, no server is asked");
+	use_debuginfod();
+	CHECK(debuginfo__load(st, DBG("byid"), NULL, &dbg) == 0, "fetched by build-ID");
+	name = dbg ? symtab__find(dbg, addr + 1, NULL) : NULL;
+	CHECK(name && strcmp(name, "fx_local") == 0, "fx_local named: %s", name ? name : "NULL");
+	symtab__free(dbg);
+	symtab__free(st);
+}
+
+static void test_debuginfod_wrong_build(void)
+{
+	struct symtab *st = NULL, *dbg = NULL;
+
+	CHECK(dfd_ready, "a debuginfod tree");
+	if (!dfd_ready)
+		return;
+	/* badcrc's own debug file is rejected by CRC, so the server is asked,
+	 * and serves another build's file */
+	CHECK(symtab__load(DBG("badcrc"), &st) == 0, "load");
+	if (!st)
+		return;
+	CHECK(serve(st, DBG("other.full")) == 0, "serve other.full: %s", strerror(errno));
+	use_debuginfod();
+	CHECK(debuginfo__load(st, DBG("badcrc"), NULL, &dbg) == -ENOENT,
+	      "a served debug file of another build is rejected");
+	symtab__free(dbg);
+	symtab__free(st);
+}
+
+static void test_debuginfod_asked_once(void)
+{
+	struct symtab *st = NULL, *dbg = NULL;
+	char cmd[PATH_MAX + 32];
+
+	CHECK(dfd_ready, "a debuginfod tree");
+	if (!dfd_ready)
+		return;
+	CHECK(symtab__load(FIXTURE_DIR "/fx_stripped", &st) == 0, "load");
+	if (!st)
+		return;
+	use_debuginfod();
+	CHECK(debuginfo__load(st, FIXTURE_DIR "/fx_stripped", NULL, &dbg) == -ENOENT,
+	      "not served yet");
+	/* Now served, and libdebuginfod's own record of the miss removed:
+	 * only our memory of the answer keeps it a miss. */
+	CHECK(serve(st, FIXTURE_DIR "/fx_pie") == 0, "serve fx_pie: %s", strerror(errno));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/cache'", dfd_dir);
+	CHECK(system(cmd) == 0, "%s", cmd);
+	CHECK(debuginfo__load(st, FIXTURE_DIR "/fx_stripped", NULL, &dbg) == -ENOENT,
+	      "a build-ID is asked once per run");
+	symtab__free(dbg);
+	symtab__free(st);
+}
+
 int main(void)
 {
+	char cmd[PATH_MAX + 32];
+
+	/* Hermetic: the user's servers are never asked. */
+	unsetenv("DEBUGINFOD_URLS");
 	RUN(test_by_build_id);
 	RUN(test_wrong_build_rejected);
 	RUN(test_debuglink);
 	RUN(test_bad_crc);
+	/* in this order: the client remembers every build-ID it asked */
+	RUN(test_debuginfod_tree);
+	RUN(test_debuginfod);
+	RUN(test_debuginfod_wrong_build);
+	RUN(test_debuginfod_asked_once);
+	if (dfd_ready) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dfd_dir);
+		if (system(cmd))
+			printf("    cannot remove %s\n", dfd_dir);
+	}
 	UNIT_EXIT();
 }
