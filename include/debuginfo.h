@@ -3,13 +3,14 @@
  * Separate debug files, found where gdb and perf look: by build-ID under
  * each debug root (/usr/lib/debug and --debug-dir), then by .gnu_debuglink
  * beside the file, in its .debug/ and under each debug root, CRC-checked;
- * last, when DEBUGINFOD_URLS names servers, from debuginfod by build-ID
+ * or, when DEBUGINFOD_URLS names servers, from debuginfod by build-ID
  * (each build-ID asked at most once per run). A debug file whose build-ID
  * differs from the binary's is rejected, wherever it came from.
  */
 #ifndef BPFSAMPLER_DEBUGINFO_H
 #define BPFSAMPLER_DEBUGINFO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct symtab;
@@ -23,11 +24,16 @@ struct debuginfo_opts {
 
 /*
  * For a binary (st, loaded from the file whose path as the process sees it
- * is `path`), loads the symbols of its debug file, laid out as the binary.
- * Returns 0 and *out, -ENOENT when there is none, or -errno.
+ * is `path`), loads the symbols of its local debug file, laid out as the
+ * binary. Returns 0 and *out, -ENOENT when there is none, or -errno.
  */
 int debuginfo__load(const struct symtab *st, const char *path, const struct debuginfo_opts *o,
 		    struct symtab **out);
+/* Whether DEBUGINFOD_URLS names servers to ask. */
+bool debuginfo__remote_wanted(void);
+/* The same from the debuginfod servers, by build-ID: may wait on the
+ * network (seconds), so callers ask after sampling, not while draining. */
+int debuginfo__fetch(const struct symtab *st, struct symtab **out);
 /* The CRC32 .gnu_debuglink uses, of a whole file. Returns 0 or -errno. */
 int debuginfo__file_crc(const char *path, unsigned int *crc);
 

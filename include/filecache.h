@@ -45,6 +45,10 @@ void filecache__free(struct filecache *fc);
  */
 const struct mapped_file *filecache__open(struct filecache *fc, int pid,
 					  const struct procmap *m);
+/* Asks the debuginfod servers (DEBUGINFOD_URLS) for the debug files of the
+ * stripped files that had none locally, once each: after sampling, since
+ * an answer can take seconds. The mapped files' symbols change in place. */
+void filecache__fetch_remote(struct filecache *fc);
 /* The symbols of this kernel's vDSO (every process maps the same), or NULL. */
 const struct symtab *filecache__vdso(struct filecache *fc);
 void filecache__stats(const struct filecache *fc, struct filecache_stats *out);

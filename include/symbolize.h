@@ -61,6 +61,9 @@ void symbolizer__set_tracking(struct symbolizer *sym, bool on);
  * programs loaded since (call every few hundred ms while sampling, and once
  * at the end). */
 void symbolizer__refresh(struct symbolizer *sym);
+/* Sampling has ended: a last refresh, then what may wait on the network
+ * (debug files from debuginfod servers), before the frames are named. */
+void symbolizer__finish(struct symbolizer *sym);
 /*
  * Normalizes addr of pid at mapping generation gen (0: before any followed
  * mapping of pid). Returns 0, or -ENOENT when addr is in no file mapping

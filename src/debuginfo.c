@@ -281,7 +281,12 @@ static int fetch(const char *id, const char **path)
 	return 0;
 }
 
-static int by_debuginfod(const struct symtab *st, struct symtab **out)
+bool debuginfo__remote_wanted(void)
+{
+	return debuginfod_wanted();
+}
+
+int debuginfo__fetch(const struct symtab *st, struct symtab **out)
 {
 	const char *id = symtab__build_id(st), *path;
 	int err;
@@ -306,7 +311,5 @@ int debuginfo__load(const struct symtab *st, const char *path, const struct debu
 
 	if (!by_build_id(st, r, nr, out))
 		return 0;
-	if (!by_debuglink(st, path, o, r, nr, out))
-		return 0;
-	return by_debuginfod(st, out);
+	return by_debuglink(st, path, o, r, nr, out);
 }

@@ -28,14 +28,22 @@ struct file_rec {
 	char *path;
 	char build_id[2 * 64 + 1];
 	struct symtab *owned;	 /* symbols of a file with no build-ID */
+	bool remote;		 /* stripped, no local debug file: ask the
+				  * debuginfod servers after sampling */
 	struct file_rec *next;	 /* every record, for freeing: a record
 				  * replaced in `files` is still pointed to
 				  * by the mappings it was found for */
 };
 
+/* The symbols of one build-ID, shared by every file that has it. */
+struct id_syms {
+	char id[2 * 64 + 1]; /* the key */
+	struct symtab *st;
+};
+
 struct filecache {
 	struct hashmap *files;	 /* struct file_key -> newest struct file_rec */
-	struct hashmap *by_id;	 /* build-ID -> struct symtab (owned) */
+	struct hashmap *by_id;	 /* build-ID -> struct id_syms */
 	struct file_rec *all;
 	const struct debuginfo_opts *dbg;
 	struct symtab *vdso;
@@ -72,7 +80,6 @@ int filecache__new(const struct debuginfo_opts *dbg, struct filecache **out)
 
 void filecache__free(struct filecache *fc)
 {
-	const void *key;
 	void *val;
 
 	if (!fc)
@@ -85,9 +92,9 @@ void filecache__free(struct filecache *fc)
 		free(r->path);
 		free(r);
 	}
-	for (size_t i = 0; fc->by_id && hashmap__next(fc->by_id, &i, &key, &val);) {
-		free((void *)key);
-		symtab__free(val);
+	for (size_t i = 0; fc->by_id && hashmap__next(fc->by_id, &i, NULL, &val);) {
+		symtab__free(((struct id_syms *)val)->st);
+		free(val);
 	}
 	hashmap__free(fc->files);
 	hashmap__free(fc->by_id);
@@ -111,19 +118,25 @@ static int find_file(int pid, const struct procmap *m, char *path, size_t size, 
 	return -ENOENT;
 }
 
-/* Symbols of the file at path (mapped as m->path), from its debug file
- * when it is stripped. */
-static struct symtab *load_symbols(struct filecache *fc, const char *path, const char *mapped)
+/* Symbols of the file at path (mapped as m->path), from its local debug
+ * file when it is stripped (*stripped: there was none). */
+static struct symtab *load_symbols(struct filecache *fc, const char *path, const char *mapped,
+				   bool *stripped)
 {
 	struct symtab *st, *dbg;
 
+	*stripped = false;
 	if (symtab__load(path, &st))
 		return NULL;
 	fc->stats.parsed++;
-	if (!symtab__has_symtab(st) && !debuginfo__load(st, mapped, fc->dbg, &dbg)) {
-		symtab__free(st);
-		st = dbg;
-		fc->stats.debug_files++;
+	if (!symtab__has_symtab(st)) {
+		if (!debuginfo__load(st, mapped, fc->dbg, &dbg)) {
+			symtab__free(st);
+			st = dbg;
+			fc->stats.debug_files++;
+		} else {
+			*stripped = true;
+		}
 	}
 	fc->stats.symtab_bytes += symtab__mem_bytes(st);
 	return st;
@@ -132,26 +145,32 @@ static struct symtab *load_symbols(struct filecache *fc, const char *path, const
 /* Fills r's symbols: the build-ID's, when they are loaded already. */
 static void read_file(struct filecache *fc, struct file_rec *r, const char *path)
 {
+	struct id_syms *e;
 	struct symtab *st;
-	char *id;
+	bool stripped;
 
 	if (!elf_build_id__read(path, r->build_id, sizeof(r->build_id)))
 		r->pub.build_id = r->build_id;
-	st = r->pub.build_id ? hashmap__find(fc->by_id, r->build_id) : NULL;
-	if (st) {
+	e = r->pub.build_id ? hashmap__find(fc->by_id, r->build_id) : NULL;
+	if (e) {
 		fc->stats.shared++;
-		r->pub.st = st;
+		r->pub.st = e->st;
 		return;
 	}
-	st = load_symbols(fc, path, r->path);
+	st = load_symbols(fc, path, r->path, &stripped);
 	r->pub.st = st;
+	r->remote = stripped && r->pub.build_id && debuginfo__remote_wanted();
 	if (!st || !r->pub.build_id) {
 		r->owned = st;
 		return;
 	}
-	id = strdup(r->build_id);
-	if (!id || hashmap__set(fc->by_id, id, st, NULL)) {
-		free(id);
+	e = calloc(1, sizeof(*e));
+	if (e) {
+		memcpy(e->id, r->build_id, sizeof(e->id));
+		e->st = st;
+	}
+	if (!e || hashmap__set(fc->by_id, e->id, e, NULL)) {
+		free(e);
 		r->owned = st; /* still right, only not shared */
 	}
 }
@@ -194,6 +213,42 @@ const struct mapped_file *filecache__open(struct filecache *fc, int pid,
 	/* a failed insert only costs a second open later */
 	hashmap__set(fc->files, &r->key, r, NULL);
 	return &r->pub;
+}
+
+/* Gives every record that had old the symbols of new instead. */
+static void replace_symbols(struct filecache *fc, const struct symtab *old, struct symtab *new)
+{
+	for (struct file_rec *r = fc->all; r; r = r->next) {
+		if (r->pub.st != old)
+			continue;
+		r->pub.st = new;
+		r->remote = false;
+		if (r->owned == old)
+			r->owned = new;
+	}
+}
+
+void filecache__fetch_remote(struct filecache *fc)
+{
+	for (struct file_rec *r = fc->all; r; r = r->next) {
+		struct symtab *old = (struct symtab *)r->pub.st, *dbg;
+
+		if (!r->remote)
+			continue;
+		r->remote = false;
+		if (debuginfo__fetch(old, &dbg))
+			continue;
+		fc->stats.debug_files++;
+		fc->stats.symtab_bytes += symtab__mem_bytes(dbg) - symtab__mem_bytes(old);
+		if (!r->owned) { /* shared by build-ID: the map holds it */
+			struct id_syms *e = hashmap__find(fc->by_id, r->build_id);
+
+			if (e)
+				e->st = dbg;
+		}
+		replace_symbols(fc, old, dbg);
+		symtab__free(old);
+	}
 }
 
 const struct symtab *filecache__vdso(struct filecache *fc)

@@ -352,7 +352,7 @@ static int run(const struct opts *o, struct outputs *outs)
 		err = close_rings(s, stream);
 	if (!err)
 		err = stream__finish(stream);
-	symbolizer__refresh(sym);
+	symbolizer__finish(sym);
 	if (!err)
 		err = sampler__stats(s, &st);
 	if (!err)

@@ -96,6 +96,12 @@ void symbolizer__refresh(struct symbolizer *sym)
 	bpfprogs__poll(sym->bpf);
 }
 
+void symbolizer__finish(struct symbolizer *sym)
+{
+	symbolizer__refresh(sym);
+	filecache__fetch_remote(sym->fc);
+}
+
 static const char *intern(struct symbolizer *sym, const char *s)
 {
 	char *copy = hashmap__find(sym->strings, s);

@@ -155,10 +155,13 @@ static void test_debuginfod(void)
 		return;
 	CHECK(serve(st, DBG("byid.full")) == 0, "serve byid.full: %s", strerror(errno));
 	unsetenv("DEBUGINFOD_URLS");
-	CHECK(debuginfo__load(st, DBG("byid"), NULL, &dbg) == -ENOENT,
+	CHECK(!debuginfo__remote_wanted() && debuginfo__fetch(st, &dbg) == -ENOENT,
 	      "without DEBUGINFOD_URLS, no server is asked");
 	use_debuginfod();
-	CHECK(debuginfo__load(st, DBG("byid"), NULL, &dbg) == 0, "fetched by build-ID");
+	CHECK(debuginfo__load(st, DBG("byid"), NULL, &dbg) == -ENOENT,
+	      "the local search never asks a server (it runs while sampling)");
+	CHECK(debuginfo__remote_wanted() && debuginfo__fetch(st, &dbg) == 0,
+	      "fetched by build-ID");
 	name = dbg ? symtab__find(dbg, addr + 1, NULL) : NULL;
 	CHECK(name && strcmp(name, "fx_local") == 0, "fx_local named: %s", name ? name : "NULL");
 	symtab__free(dbg);
@@ -179,7 +182,8 @@ static void test_debuginfod_wrong_build(void)
 		return;
 	CHECK(serve(st, DBG("other.full")) == 0, "serve other.full: %s", strerror(errno));
 	use_debuginfod();
-	CHECK(debuginfo__load(st, DBG("badcrc"), NULL, &dbg) == -ENOENT,
+	CHECK(debuginfo__load(st, DBG("badcrc"), NULL, &dbg) == -ENOENT, "no local file");
+	CHECK(debuginfo__fetch(st, &dbg) == -ENOENT,
 	      "a served debug file of another build is rejected");
 	symtab__free(dbg);
 	symtab__free(st);
@@ -197,15 +201,13 @@ static void test_debuginfod_asked_once(void)
 	if (!st)
 		return;
 	use_debuginfod();
-	CHECK(debuginfo__load(st, FIXTURE_DIR "/fx_stripped", NULL, &dbg) == -ENOENT,
-	      "not served yet");
+	CHECK(debuginfo__fetch(st, &dbg) == -ENOENT, "not served yet");
 	/* Now served, and libdebuginfod's own record of the miss removed:
 	 * only our memory of the answer keeps it a miss. */
 	CHECK(serve(st, FIXTURE_DIR "/fx_pie") == 0, "serve fx_pie: %s", strerror(errno));
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s/cache'", dfd_dir);
 	CHECK(system(cmd) == 0, "%s", cmd);
-	CHECK(debuginfo__load(st, FIXTURE_DIR "/fx_stripped", NULL, &dbg) == -ENOENT,
-	      "a build-ID is asked once per run");
+	CHECK(debuginfo__fetch(st, &dbg) == -ENOENT, "a build-ID is asked once per run");
 	symtab__free(dbg);
 	symtab__free(st);
 }
