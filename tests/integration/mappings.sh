@@ -68,10 +68,10 @@ a_before_b "dlswap" "$TMP/dl.samples"
 
 # 3. A process that was running before sampling started: its library a is
 # known only from /proc/PID/maps, read at its first sample; b replaces it.
-"$W/dlswap" 1.5 2>"$TMP/bg.err" &
+"$W/dlswap" 2.5 2>"$TMP/bg.err" &
 pid=$!
 sleep 0.3
-"$BPFS" -F 999 -d 3 -p "$pid" --format samples -o "$TMP/p.samples" 2>"$TMP/p.err" ||
+"$BPFS" -F 999 -d 5 -p "$pid" --format samples -o "$TMP/p.samples" 2>"$TMP/p.err" ||
 	fail "dlswap -p run" "$(tail -3 "$TMP/p.err")"
 wait "$pid"
 rc=$?

@@ -38,6 +38,24 @@ static inline __attribute__((always_inline)) double now_s(clockid_t clk)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Burns CPU until clock clk has advanced by seconds, in the caller itself
+ * (always inlined: the loop and the clock's system call are in the named
+ * function that calls it). */
+#define SPIN_CHUNK 20000
+static inline __attribute__((always_inline)) unsigned long spin_on(clockid_t clk, double seconds)
+{
+	double end = now_s(clk) + seconds;
+	unsigned long x = 1;
+
+	do {
+		for (int i = 0; i < SPIN_CHUNK; i++) {
+			LCG_STEP(x);
+			BARRIER(x);
+		}
+	} while (now_s(clk) < end);
+	return x;
+}
+
 /* Through libc: for code whose frames do not matter (setup, reports). */
 static inline double clock_s(clockid_t clk)
 {

@@ -15,20 +15,10 @@
 #include "burn.h"
 
 #define USAGE "fork_short COUNT LIFE_MS"
-#define CHUNK 20000
 
 __attribute__((noinline)) unsigned long child_burn(double seconds)
 {
-	double end = now_s(CLOCK_THREAD_CPUTIME_ID) + seconds;
-	unsigned long x = 1;
-
-	do {
-		for (int i = 0; i < CHUNK; i++) {
-			LCG_STEP(x);
-			BARRIER(x);
-		}
-	} while (now_s(CLOCK_THREAD_CPUTIME_ID) < end);
-	return x;
+	return spin_on(CLOCK_THREAD_CPUTIME_ID, seconds);
 }
 
 int main(int argc, char **argv)

@@ -5,18 +5,8 @@
  */
 #include "burn.h"
 
-#define CHUNK 20000
 
 __attribute__((noinline)) unsigned long lib_spin(double seconds)
 {
-	double end = now_s(CLOCK_MONOTONIC) + seconds;
-	unsigned long x = 1;
-
-	do {
-		for (int i = 0; i < CHUNK; i++) {
-			LCG_STEP(x);
-			BARRIER(x);
-		}
-	} while (now_s(CLOCK_MONOTONIC) < end);
-	return x;
+	return spin_on(CLOCK_MONOTONIC, seconds);
 }
