@@ -132,3 +132,17 @@ if [ "$all" -gt 500 ] && [ $((n * 10)) -gt $((all * 7)) ] && [ "$other" -eq 0 ];
 else
 	fail "BPF program unloaded before the end: '$want'" "$n of $all samples, $other in other [bpf] frames: $(sort -k2 -n "$TMP/bpf.only" | tail -2)"
 fi
+
+# A binary replaced on disk after it started (a new file renamed over its
+# path, as package upgrades do): named from the file it runs, never from
+# the new one at its path (here a program with other function names).
+cp "$W/shares" "$TMP/upgraded"
+"$TMP/upgraded" 3 &
+pid=$!
+sleep 0.3
+cp "$W/recurse" "$TMP/upgraded.new" && mv -f "$TMP/upgraded.new" "$TMP/upgraded"
+profile "$TMP/rep.folded" -F 999 -d 1.5 -p "$pid" || fail "replaced-binary run"
+wait "$pid"
+n=$(samples_matching "$TMP/rep.folded" ';main;run_shares;share_fn_[0-9]+(;|$)')
+all=$(total "$TMP/rep.folded")
+within "binary replaced after start: named from the running file" "$(awk -v a="$n" -v t="$all" 'BEGIN { printf "%.4f", t ? a / t : 0 }')" 1 0.05
