@@ -990,7 +990,7 @@ int on_mmap(struct trace_event_raw_sys_exit *ctx)
 		return 0;
 	if (bpf_find_vma(bpf_get_current_task_btf(), addr, read_vma, &f, 0)) {
 		/* mmap lock contended: the maps read from /proc decide */
-		stat_inc_global(BPFS_STAT_MAP_RECS_LOST);
+		stat_inc_global(BPFS_STAT_MAP_UNREAD);
 		return 0;
 	}
 	if (f.exec_file)
