@@ -25,8 +25,6 @@ GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LIBBPF_CFLAGS := $(shell $(PKG_CONFIG) --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf)
 LIBELF_LIBS := $(shell $(PKG_CONFIG) --libs libelf 2>/dev/null || echo -lelf)
-# elfutils' debuginfod client (libdebuginfod-dev): debug files by build-ID over HTTP.
-DEBUGINFOD_LIBS := $(shell $(PKG_CONFIG) --libs libdebuginfod 2>/dev/null || echo -ldebuginfod)
 
 CFLAGS ?= -O2 -g
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
@@ -35,7 +33,9 @@ CFLAGS += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 CPPFLAGS += -iquote include -iquote $(OUTPUT) $(LIBBPF_CFLAGS) -D_GNU_SOURCE \
 	-DBPFSAMPLER_VERSION='"$(VERSION) ($(GIT_REV))"'
 DEPFLAGS = -MMD -MP
-LDLIBS += $(LIBBPF_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) -lz
+# libdebuginfod (elfutils' debuginfod client) is dlopen'ed when DEBUGINFOD_URLS
+# is set (src/debuginfo.c): only its header is needed to build.
+LDLIBS += $(LIBBPF_LIBS) $(LIBELF_LIBS) -lz -ldl
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
 	-Wall -Wno-unused-function

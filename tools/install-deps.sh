@@ -5,7 +5,9 @@
 #   tools/install-deps.sh --bench  also the profilers the benchmark compares
 set -eu
 
-# libdebuginfod-dev: elfutils' client for fetching debug files by build-ID
+# libdebuginfod-dev: the header of elfutils' client for fetching debug files
+# by build-ID; the library (libdebuginfod1, pulled in) is dlopen'ed at run
+# time when DEBUGINFOD_URLS is set
 pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libdebuginfod-dev"
 # tests: binutils (strip, objcopy, readelf, nm for fixtures), gawk for the
 # checks, util-linux (setpriv, unshare, nsenter), python3 for tools/bench
