@@ -334,6 +334,10 @@ static int run(const struct opts *o, struct outputs *outs)
 		if (err)
 			goto out;
 	}
+	/* bpfsampler's own programs are loaded now, and their frames can
+	 * show in samples: note them before sampling starts (reading
+	 * kallsyms for their names takes ~65 ms of system time). */
+	symbolizer__refresh(sym);
 	err = sampler__start(s);
 	if (err)
 		goto out;
