@@ -59,6 +59,7 @@ struct opts {
 	unsigned int max_depth;	 /* --max-stack-depth */
 	unsigned int irq_depth;	 /* --interrupt-depth; 0: the default */
 	bool no_completion;	 /* --no-completion */
+	bool no_follow_mappings; /* --no-follow-mappings */
 	unsigned int map_entries;   /* --map-entries */
 	unsigned int stack_entries; /* --stack-entries */
 	unsigned int stack_id_bits; /* --debug-stack-id-bits (tests only) */

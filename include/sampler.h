@@ -37,6 +37,8 @@ struct sampler_opts {
 	unsigned int irq_depth;	 /* user frames walked in the interrupt (0: all) */
 	bool completion;	 /* finish walks at return to user space, if
 				  * the kernel can (features__has_task_work) */
+	bool follow_mappings;	 /* follow mmap and exec, if the kernel can
+				  * (features__has_mmap_tracking) */
 	unsigned int map_entries;
 	unsigned int stack_entries;
 	unsigned int stack_id_bits;	 /* testing aid: 0 = full 64-bit ids */

@@ -63,7 +63,7 @@ static int configure(struct sampler *s)
 	skel->rodata->max_depth = o->max_depth;
 	skel->rodata->irq_depth = o->irq_depth ? o->irq_depth : o->max_depth;
 	skel->rodata->use_task_work = o->completion && features__has_task_work();
-	skel->rodata->track_maps = features__has_mmap_tracking();
+	skel->rodata->track_maps = o->follow_mappings && features__has_mmap_tracking();
 	if (o->stack_id_bits && o->stack_id_bits < 64)
 		skel->rodata->stack_id_mask = (1ULL << o->stack_id_bits) - 1;
 

@@ -90,3 +90,20 @@ within "exec: the first image's samples are named after it ($pre of $all)" \
 	"$(awk -v a="$pre" -v t="$all" 'BEGIN { printf "%.4f", t ? a / t : 0 }')" 0.5 0.1
 [ "$mixed" -eq 0 ] && pass "exec: no sample of the first image named after the second" ||
 	fail "exec: no sample of the first image named after the second" "$(grep -E 'pre_exec_spin.*share_fn|^execer;.*share_fn' "$TMP/exec.folded" | head -3)"
+
+# --no-follow-mappings: the mmap tracepoint (and its cost to every system
+# call) is off; the profile is still written.
+"$BPFS" -F 99 -d 1.5 --no-follow-mappings -v -o "$TMP/nofollow.folded" 2>"$TMP/nofollow.err" &
+bpfs=$!
+"$BPFS" -F 99 -d 1.5 -o "$TMP/follow.folded" 2>/dev/null &
+bpfs2=$!
+sleep 1
+progs=$(bpftool prog show 2>/dev/null | grep -c ' name on_mmap ')
+wait $bpfs
+rc=$?
+wait $bpfs2
+if [ $rc -eq 0 ] && [ "$progs" -eq 1 ] && grep -q ' 0 executable mappings followed' "$TMP/nofollow.err"; then
+	pass "--no-follow-mappings: no mmap tracepoint program, profile written"
+else
+	fail "--no-follow-mappings" "exit $rc, $progs on_mmap programs loaded (want 1: the other run's): $(tail -2 "$TMP/nofollow.err")"
+fi
