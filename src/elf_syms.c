@@ -335,9 +335,10 @@ err_free:
 	return err;
 }
 
-int elf_build_id__read(const char *path, char *hex, size_t size)
+/* Opens path as ELF and calls fn on it (fn gets NULL when libelf cannot
+ * read it). */
+static int with_elf(const char *path, int (*fn)(Elf *elf, void *arg), void *arg)
 {
-	char id[2 * 64 + 1] = "";
 	Elf *elf;
 	int fd, err;
 
@@ -348,34 +349,45 @@ int elf_build_id__read(const char *path, char *hex, size_t size)
 	if (fd < 0)
 		return -errno;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF)
-		err = -ENOEXEC;
-	else if (!read_build_id(elf, id))
-		err = -ENOENT;
-	else if ((size_t)snprintf(hex, size, "%s", id) >= size)
-		err = -ENAMETOOLONG;
+	err = fn(elf, arg);
 	elf_end(elf);
 	close(fd);
 	return err;
 }
 
+struct id_out {
+	char *hex;
+	size_t size;
+};
+
+static int take_id(Elf *elf, void *arg)
+{
+	struct id_out *o = arg;
+	char id[2 * 64 + 1] = "";
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		return -ENOEXEC;
+	if (!read_build_id(elf, id))
+		return -ENOENT;
+	if ((size_t)snprintf(o->hex, o->size, "%s", id) >= o->size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int elf_build_id__read(const char *path, char *hex, size_t size)
+{
+	return with_elf(path, take_id, &(struct id_out){ hex, size });
+}
+
+static int take_symtab(Elf *elf, void *out)
+{
+	/* elf_begin() fails (NULL) on what it cannot read: -ENOEXEC too */
+	return load_elf(elf, out);
+}
+
 int symtab__load(const char *path, struct symtab **out)
 {
-	Elf *elf;
-	int fd, err;
-
-	err = elf_init();
-	if (err)
-		return err;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	/* elf_begin() fails (NULL) on what it cannot read: -ENOEXEC too */
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	err = load_elf(elf, out);
-	elf_end(elf);
-	close(fd);
-	return err;
+	return with_elf(path, take_symtab, out);
 }
 
 int symtab__load_mem(const void *buf, size_t size, struct symtab **out)
