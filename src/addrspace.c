@@ -45,7 +45,6 @@ struct proc {
 	int pid;
 	char comm[17];
 	struct snapshot *snaps;	 /* newest first; NULL: never readable */
-	bool new_image;		 /* exec'd since the last read */
 	unsigned int reads;	 /* times the maps were read */
 	unsigned int eager;	 /* announcements read at once since exec */
 	uid_t uid;		 /* real uid, for the perf map's owner check */
@@ -172,7 +171,8 @@ static void keep_snapshot(struct addrspace *as, struct proc *p, struct snapshot 
 	unsigned int n = 0;
 
 	s->mm = p->mm;
-	if (head && !p->new_image && head->mm == p->mm &&
+	/* another mm: an exec since the last read */
+	if (head && head->mm == p->mm &&
 	    !(as->tracking && unmapped_since(head->maps, s->maps))) {
 		s->older = head->older;
 		head->older = NULL;
@@ -182,7 +182,6 @@ static void keep_snapshot(struct addrspace *as, struct proc *p, struct snapshot 
 	}
 	s->older = head;
 	p->snaps = s;
-	p->new_image = false;
 	for (link = &p->snaps; *link && n < MAX_SNAPSHOTS; link = &(*link)->older)
 		n++;
 	free_snapshots(*link);
@@ -321,7 +320,6 @@ void addrspace__note_process(struct addrspace *as, int pid, int ppid, uint64_t m
 	if (mm && p->mm && mm != p->mm) {
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
 		p->eager = 0; /* an exec: a new life */
-		p->new_image = true;
 	}
 	if (mm)
 		p->mm = mm;
