@@ -949,7 +949,6 @@ static __always_inline void send_mapping(__u32 pid, const struct found_vma *f, _
 	void *ring;
 
 	bpf_map_update_elem(&mapgens, &pid, &gen, BPF_ANY);
-	stat_inc_global(BPFS_STAT_MAPPINGS);
 	ring = this_ring();
 	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_MAP);
 	if (!rec) {
@@ -982,19 +981,20 @@ static __always_inline bool follow_process(__u32 pid)
 SEC("tracepoint/syscalls/sys_exit_mmap")
 int on_mmap(struct trace_event_raw_sys_exit *ctx)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	struct found_vma f = {};
 	long addr = ctx->ret;
 
 	if ((unsigned long)addr >= (unsigned long)-4095L || !follow_process(pid))
 		return 0;
-	if (bpf_find_vma(bpf_get_current_task_btf(), addr, read_vma, &f, 0)) {
+	if (bpf_find_vma(task, addr, read_vma, &f, 0)) {
 		/* mmap lock contended: the maps read from /proc decide */
 		stat_inc_global(BPFS_STAT_MAP_UNREAD);
 		return 0;
 	}
 	if (f.exec_file)
-		send_mapping(pid, &f, 0, (__u64)bpf_get_current_task_btf()->mm);
+		send_mapping(pid, &f, 0, (__u64)task->mm);
 	return 0;
 }
 

@@ -46,7 +46,6 @@ struct stream_stats {
 	uint64_t malformed;	/* too short or of unknown type: dropped */
 	uint64_t gaps;		/* records missing by sequence number */
 	uint64_t reordered;	/* records older than one already seen */
-	uint64_t mappings;	/* mapping records */
 	uint64_t completions;	/* completion records */
 	uint64_t completed;	/* pending samples they completed */
 	uint64_t never_completed; /* pending samples left at the end */

@@ -282,10 +282,12 @@ static void print_summary(const struct opts *o, const struct sampler_stats *st,
 
 		symbolizer__stats(sym, &ys);
 		fprintf(stderr, "  symbols: user %llu/%llu frames named, kernel %llu/%llu; %llu "
-			"processes' mappings read, %llu executable mappings followed\n",
+			"processes' mappings read, %llu executable mappings followed (%llu "
+			"files unreadable)\n",
 			(unsigned long long)ys.user_named, (unsigned long long)ys.user_frames,
 			(unsigned long long)ys.kernel_named, (unsigned long long)ys.kernel_frames,
-			(unsigned long long)ys.processes, (unsigned long long)ys.mappings);
+			(unsigned long long)ys.processes, (unsigned long long)ys.mappings,
+			(unsigned long long)ys.mappings_unopened);
 		fprintf(stderr, "  symbol cache: %llu files (%llu unreadable), %llu symbol tables "
 			"parsed (%llu from debug files), %llu files shared a build-ID's, %.1f MB\n",
 			(unsigned long long)ys.files,
@@ -335,9 +337,9 @@ static int run(const struct opts *o, struct outputs *outs)
 		if (err)
 			goto out;
 	}
-	/* bpfsampler's own programs are loaded now, and their frames can
-	 * show in samples: note them before sampling starts (reading
-	 * kallsyms for their names takes ~65 ms of system time). */
+	/* The BPF programs loaded so far (ours among them) are noted before
+	 * sampling starts; any loaded from now on is named as it comes, so
+	 * one that unloads before the end keeps its name. */
 	symbolizer__refresh(sym);
 	err = sampler__start(s);
 	if (err)

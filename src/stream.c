@@ -368,7 +368,6 @@ int stream__handle(struct stream *st, const void *data, size_t size)
 	case BPFS_REC_COMPLETE:
 		return handle_complete(st, data);
 	case BPFS_REC_MAP:
-		st->stats.mappings++;
 		if (st->opts.on_mapping)
 			st->opts.on_mapping(st->opts.ctx, data);
 		return 0;

@@ -65,7 +65,6 @@ enum bpfs_stat {
 	BPFS_STAT_MAP_RECS_LOST,     /* mapping record not reserved: a sample
 				      * may be named after an older mapping */
 	BPFS_STAT_MAP_UNREAD,	     /* a new mapping not read: mmap lock busy */
-	BPFS_STAT_MAPPINGS,	     /* executable file mappings seen */
 	BPFS_STAT_NR,
 };
 
