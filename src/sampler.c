@@ -230,10 +230,17 @@ int sampler__start(struct sampler *s)
 		s->skel->links.on_exec = bpf_program__attach(s->skel->progs.on_exec);
 		if (s->skel->links.on_exec)
 			s->skel->links.on_mmap = bpf_program__attach(s->skel->progs.on_mmap);
-		if (!s->skel->links.on_mmap)
+		if (!s->skel->links.on_mmap) {
+			err = -errno;
+			/* both or neither: execs alone would move gens the
+			 * loader does not follow */
+			bpf_link__destroy(s->skel->links.on_exec);
+			s->skel->links.on_exec = NULL;
+			errno = -err;
 			p_warn("cannot follow mapping changes (tracepoints sys_exit_mmap, "
 			       "sched_process_exec: %s): frames are named after the mappings read "
 			       "from /proc", strerror(errno));
+		}
 	}
 	n = perf_events__nr(s->events);
 	s->links = calloc(n, sizeof(*s->links));
