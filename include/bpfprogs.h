@@ -24,7 +24,10 @@ int bpfprogs__poll(struct bpfprogs *bp);
 /* Whether polling works: then an address in no known program is in one
  * that was never seen. */
 bool bpfprogs__usable(const struct bpfprogs *bp);
-/* The kallsyms name of the program function containing addr, or NULL. */
-const char *bpfprogs__find(const struct bpfprogs *bp, uint64_t addr);
+/* Whether addr is in a known program function: then *start is where it
+ * begins and *name its kallsyms name, or NULL when it was loaded before
+ * the first poll (kallsyms names it while it stays loaded). */
+bool bpfprogs__find(const struct bpfprogs *bp, uint64_t addr, const char **name,
+		    uint64_t *start);
 
 #endif

@@ -24,6 +24,7 @@ struct bpfprogs {
 	size_t nr, cap;
 	bool sorted;
 	bool usable;
+	bool polled;	 /* once: later programs are named as they come */
 };
 
 int bpfprogs__new(struct bpfprogs **out)
@@ -118,6 +119,22 @@ out:
 	return err;
 }
 
+/* How many functions start at or below addr (funcs sorted). */
+static size_t upto(const struct bpfprogs *bp, uint64_t addr)
+{
+	size_t lo = 0, hi = bp->nr;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (bp->funcs[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Names the functions still unnamed from the [bpf] lines of kallsyms. */
 static void name_funcs(struct bpfprogs *bp)
 {
@@ -128,20 +145,13 @@ static void name_funcs(struct bpfprogs *bp)
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		size_t lo = 0, hi = bp->nr;
+		size_t n;
 
 		if (!strstr(line, "\t[bpf]") || sscanf(line, "%llx %*c %255s", &addr, name) != 2)
 			continue;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-
-			if (bp->funcs[mid].start < addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo < bp->nr && bp->funcs[lo].start == addr && !bp->funcs[lo].name)
-			bp->funcs[lo].name = strdup(name);
+		n = upto(bp, addr);
+		if (n && bp->funcs[n - 1].start == addr && !bp->funcs[n - 1].name)
+			bp->funcs[n - 1].name = strdup(name);
 	}
 	fclose(f);
 }
@@ -155,7 +165,7 @@ static int cmp_func(const void *a, const void *b)
 
 int bpfprogs__poll(struct bpfprogs *bp)
 {
-	bool added = false;
+	bool added = false, first;
 	uint32_t id = 0;
 	int err = 0;
 
@@ -175,11 +185,18 @@ int bpfprogs__poll(struct bpfprogs *bp)
 		return err;
 	}
 	bp->usable = true;
+	first = !bp->polled;
+	bp->polled = true;
 	if (!added)
 		return 0;
 	qsort(bp->funcs, bp->nr, sizeof(*bp->funcs), cmp_func);
 	bp->sorted = true;
-	name_funcs(bp);
+	/* The programs loaded before the first poll (bpfsampler's own among
+	 * them) are named from kallsyms at the end if still loaded: reading
+	 * it costs ~65 ms of system time, so only programs that come later,
+	 * and may go before the end, are named now. */
+	if (!first)
+		name_funcs(bp);
 	return 0;
 }
 
@@ -188,21 +205,14 @@ bool bpfprogs__usable(const struct bpfprogs *bp)
 	return bp->usable;
 }
 
-const char *bpfprogs__find(const struct bpfprogs *bp, uint64_t addr)
+bool bpfprogs__find(const struct bpfprogs *bp, uint64_t addr, const char **name,
+		    uint64_t *start)
 {
-	size_t lo = 0, hi = bp->nr;
+	size_t n = bp->sorted ? upto(bp, addr) : 0;
 
-	if (!bp->sorted)
-		return NULL;
-	while (lo < hi) { /* the last function starting at or below addr */
-		size_t mid = (lo + hi) / 2;
-
-		if (bp->funcs[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || addr >= bp->funcs[lo - 1].start + bp->funcs[lo - 1].len)
-		return NULL;
-	return bp->funcs[lo - 1].name;
+	if (!n || addr >= bp->funcs[n - 1].start + bp->funcs[n - 1].len)
+		return false;
+	*name = bp->funcs[n - 1].name;
+	*start = bp->funcs[n - 1].start;
+	return true;
 }

@@ -202,6 +202,7 @@ const char *symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_a
 	uint64_t look = ret_addr && addr ? addr - 1 : addr;
 	const struct ksym *ks;
 	const char *name;
+	uint64_t start;
 	char buf[512];
 
 	sym->kernel_frames++;
@@ -213,19 +214,24 @@ const char *symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_a
 			p_warn("/proc/kallsyms hides addresses (kernel.kptr_restrict): run as root "
 			       "or set sysctl kernel.kptr_restrict=0 for kernel names");
 	}
-	/* BPF programs first: kallsyms has them only while they are loaded,
-	 * and with no size. */
-	name = bpfprogs__find(sym->bpf, look);
-	if (name) {
-		sym->kernel_named++;
-		snprintf(buf, sizeof(buf), "%s [bpf]", name);
-		return intern(sym, buf);
-	}
 	ks = sym->ksyms ? ksyms__find(sym->ksyms, look) : NULL;
-	/* In a program never seen (loaded and unloaded between two polls):
-	 * the [bpf] symbol below it is another program's. */
-	if (ks && ks->module && !strcmp(ks->module, "bpf") && bpfprogs__usable(sym->bpf))
+	/* BPF programs: kallsyms has them only while they are loaded, and
+	 * with no size. In a known program, kallsyms is right only at the
+	 * program's own start; in none (loaded and unloaded between two
+	 * polls), the [bpf] symbol below is another program's. */
+	if (bpfprogs__find(sym->bpf, look, &name, &start)) {
+		if (!name && ks && ks->addr == start)
+			name = ks->name;
+		if (name) {
+			sym->kernel_named++;
+			snprintf(buf, sizeof(buf), "%s [bpf]", name);
+			return intern(sym, buf);
+		}
 		ks = NULL;
+	} else if (ks && ks->module && !strcmp(ks->module, "bpf") &&
+		   bpfprogs__usable(sym->bpf)) {
+		ks = NULL;
+	}
 	if (!ks) {
 		snprintf(buf, sizeof(buf), "[kernel]+0x%" PRIx64, addr);
 		return intern(sym, buf);
