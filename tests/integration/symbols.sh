@@ -134,8 +134,10 @@ else
 fi
 
 # A binary replaced on disk after it started (a new file renamed over its
-# path, as package upgrades do): named from the file it runs, never from
-# the new one at its path (here a program with other function names).
+# path, as package upgrades do): named from the file it runs (map_files),
+# not from the new one at its path (a program with other function names).
+# Once map_files is gone, the path is used only if its inode is the mapped
+# one: tests/unit/test_symbolize.c, test_replaced_file.
 cp "$W/shares" "$TMP/upgraded"
 "$TMP/upgraded" 3 &
 pid=$!

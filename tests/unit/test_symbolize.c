@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "elf_syms.h"
+#include "filecache.h"
+#include "procmaps.h"
 #include "symbolize.h"
 #include "unit.h"
 
@@ -210,10 +212,34 @@ static void test_fixture_layout(void)
 	symtab__free(b);
 }
 
+/* A process that is gone: its file is reached by path only, and a file at
+ * that path that is not the mapped one (another inode: replaced on disk)
+ * is never read for its names. */
+static void test_replaced_file(void)
+{
+	char path[] = FX("fx_swap_a.so");
+	struct procmap m = { .start = 0x10000, .end = 0x20000, .path = path };
+	const struct mapped_file *f;
+	struct filecache *fc;
+	struct stat sb;
+
+	CHECK(!stat(path, &sb), "stat");
+	CHECK(!filecache__new(NULL, &fc), "new");
+	m.dev = sb.st_dev;
+	m.inode = sb.st_ino + 1; /* mapped: another file that was at this path */
+	f = filecache__open(fc, 0x7ffffff0, &m);
+	CHECK(f && !f->st && !f->build_id, "another inode at the path: not read");
+	m.inode = sb.st_ino;
+	f = filecache__open(fc, 0x7ffffff0, &m);
+	CHECK(f && f->st && f->build_id && !strcmp(f->build_id, ID_A), "the mapped inode: read");
+	filecache__free(fc);
+}
+
 int main(void)
 {
 	RUN(test_fixture_layout);
 	RUN(test_mappings_over_time);
 	RUN(test_file_cache);
+	RUN(test_replaced_file);
 	UNIT_EXIT();
 }
