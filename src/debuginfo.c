@@ -239,7 +239,7 @@ static void debuginfod_cleanup(void)
 
 /* As gdb and perf do: only when the user named servers. libdebuginfod reads
  * DEBUGINFOD_URLS itself at each lookup; this only decides whether to ask. */
-static bool debuginfod_wanted(void)
+bool debuginfo__remote_wanted(void)
 {
 	const char *urls = getenv(DEBUGINFOD_URLS_ENV_VAR);
 
@@ -330,17 +330,12 @@ static int fetch(const char *id, const char **path)
 	return 0;
 }
 
-bool debuginfo__remote_wanted(void)
-{
-	return debuginfod_wanted();
-}
-
 int debuginfo__fetch(const struct symtab *st, struct symtab **out)
 {
 	const char *id = symtab__build_id(st), *path;
 	int err;
 
-	if (!id || !debuginfod_wanted() || debuginfod_start())
+	if (!id || !debuginfo__remote_wanted() || debuginfod_start())
 		return -ENOENT;
 	err = fetch(id, &path);
 	if (err)
