@@ -34,7 +34,7 @@ CPPFLAGS += -iquote include -iquote $(OUTPUT) $(LIBBPF_CFLAGS) -D_GNU_SOURCE \
 	-DBPFSAMPLER_VERSION='"$(VERSION) ($(GIT_REV))"'
 DEPFLAGS = -MMD -MP
 # libdebuginfod (elfutils' debuginfod client) is dlopen'ed when DEBUGINFOD_URLS
-# is set (src/debuginfo.c): only its header is needed to build.
+# is set (src/symbols/debuginfo.c): only its header is needed to build.
 LDLIBS += $(LIBBPF_LIBS) $(LIBELF_LIBS) -lz -ldl
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
@@ -57,14 +57,16 @@ BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 # Every loader module but main.c goes into a library that tests link too.
-LIB_SRCS := $(filter-out src/main.c,$(wildcard src/*.c))
+# src/ is grouped by concern (cli, capture, symbols, profile, output, agent,
+# lib); objects mirror that tree under $(OUTPUT)/src.
+LIB_SRCS := $(filter-out src/cli/main.c,$(wildcard src/*/*.c))
 LIB_OBJS := $(patsubst src/%.c,$(OUTPUT)/src/%.o,$(LIB_SRCS))
 LIB_A := $(OUTPUT)/libbpfsampler.a
-MAIN_OBJ := $(OUTPUT)/src/main.o
+MAIN_OBJ := $(OUTPUT)/src/cli/main.o
 
 all: bpfsampler
 
-$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/src:
+$(OUTPUT) $(OUTPUT)/bpf:
 	$(Q)mkdir -p $@
 
 # BPF objects: CO-RE, against the committed vmlinux/vmlinux.h.
@@ -80,8 +82,9 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o | $(OUTPUT)
 	$(Q)mv $@.tmp $@
 
 # Loader objects wait for the skeletons: some include them.
-$(OUTPUT)/src/%.o: src/%.c $(SKELS) | $(OUTPUT)/src
+$(OUTPUT)/src/%.o: src/%.c $(SKELS)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(LIB_A): $(LIB_OBJS)
@@ -123,4 +126,4 @@ clean:
 
 .PHONY: all check clean deps profile unit workloads
 
--include $(wildcard $(OUTPUT)/bpf/*.d $(OUTPUT)/src/*.d)
+-include $(wildcard $(OUTPUT)/bpf/*.d $(OUTPUT)/src/*/*.d)
