@@ -35,7 +35,8 @@ CPPFLAGS += -iquote include -iquote $(OUTPUT) $(LIBBPF_CFLAGS) -D_GNU_SOURCE \
 DEPFLAGS = -MMD -MP
 # libdebuginfod (elfutils' debuginfod client) is dlopen'ed when DEBUGINFOD_URLS
 # is set (src/symbols/debuginfo.c): only its header is needed to build.
-LDLIBS += $(LIBBPF_LIBS) $(LIBELF_LIBS) -lz -ldl
+# libiberty (static, Debian's libiberty-dev): the GNU demangler for C++ and Rust.
+LDLIBS += $(LIBBPF_LIBS) $(LIBELF_LIBS) -lz -ldl -liberty
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
 	-Wall -Wno-unused-function

@@ -111,7 +111,8 @@ const volatile bool track_maps = false;
 /* The generation counter shared by every process: gens only rise. */
 __u64 map_gen_seq = 0; /* 64-bit: clang 14 has no 32-bit fetch-and-add for BPF v1 */
 
-/* The tgids or tids selected by -p/-t/-- command. */
+/* The tgids or tids selected by -p/-t/-- command, each with a enum
+ * bpfs_filter_state. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1);
@@ -729,12 +730,14 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 
 static __always_inline bool selected(__u32 pid, __u32 tid)
 {
+	__u8 *state;
 	__u32 key;
 
 	if (filter_mode == BPFS_FILTER_NONE)
 		return true;
 	key = filter_mode == BPFS_FILTER_TGID ? pid : tid;
-	return bpf_map_lookup_elem(&filter, &key) != NULL;
+	state = bpf_map_lookup_elem(&filter, &key);
+	return state && *state == BPFS_FILTER_SELECTED;
 }
 
 /* The partial record: what the interrupt knows about one sample. */
@@ -898,9 +901,12 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ppid = parent->tgid, cpid = child->tgid;
-	__u8 one = 1;
+	__u8 one = BPFS_FILTER_SELECTED, *state;
 
-	if (ppid == cpid || !bpf_map_lookup_elem(&filter, &ppid))
+	if (ppid == cpid)
+		return 0;
+	state = bpf_map_lookup_elem(&filter, &ppid);
+	if (!state || *state != BPFS_FILTER_SELECTED)
 		return 0;
 	if (bpf_map_update_elem(&filter, &cpid, &one, BPF_ANY))
 		stat_inc_global(BPFS_STAT_FOLLOW_FULL);
@@ -995,6 +1001,21 @@ int on_mmap(struct trace_event_raw_sys_exit *ctx)
 	}
 	if (f.exec_file)
 		send_mapping(pid, &f, 0, (__u64)task->mm);
+	return 0;
+}
+
+/* With -- command: the command's process is selected from its exec on;
+ * until then it is bpfsampler's forked child, and its samples count as not
+ * selected. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_command_exec, struct task_struct *task, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	__u32 pid = task->tgid;
+	__u8 *state = bpf_map_lookup_elem(&filter, &pid);
+
+	if (state && *state == BPFS_FILTER_AFTER_EXEC)
+		*state = BPFS_FILTER_SELECTED;
 	return 0;
 }
 

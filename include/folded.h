@@ -7,11 +7,28 @@
 #ifndef BPFSAMPLER_FOLDED_H
 #define BPFSAMPLER_FOLDED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 struct folded;
+struct profile;
+struct pf_sample;
+
+/* A sample's frames as folded text: comm first (or "[lost]" then
+ * "[REASON]" for a lost sample), then the stack outermost first; kernel
+ * frames get "_[k]" when annotate. */
+#define FOLDED_MAX_FRAMES 1200
+struct folded_frames {
+	const char *v[FOLDED_MAX_FRAMES];
+	size_t nr;
+	char buf[FOLDED_MAX_FRAMES][256];
+};
+void folded__sample_frames(const struct profile *p, const struct pf_sample *s, bool annotate,
+			   struct folded_frames *out);
+/* Every sample of p into f, by its default value. Returns 0 or -ENOMEM. */
+int folded__add_profile(struct folded *f, const struct profile *p, bool annotate);
 
 int folded__new(struct folded **out);
 void folded__free(struct folded *f);

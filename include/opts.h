@@ -10,6 +10,8 @@
 
 #include "events.h"
 
+struct writer;
+
 #define OPTS_DEFAULT_FREQ 4000
 #define OPTS_MAX_FREQ 100000 /* the kernel's hrtimer floor: 10 us */
 #define OPTS_DEFAULT_MAP_ENTRIES 65536
@@ -18,11 +20,7 @@
  * asserts it) */
 #define BPFS_MAX_DEPTH_OPT 1024
 #define OPTS_DEFAULT_RING_SIZE (1U << 20)
-
-enum opts_format {
-	OPTS_FORMAT_FOLDED = 0,
-	OPTS_FORMAT_SAMPLES,
-};
+#define OPTS_DEFAULT_TOP 20
 
 enum opts_mode {
 	OPTS_MODE_DEFAULT = 0, /* chosen from measurements: see opts.c */
@@ -66,7 +64,10 @@ struct opts {
 	unsigned int ring_size;	 /* --ring-size, bytes per CPU */
 	unsigned int reader_delay_ms; /* --debug-reader-delay (tests only) */
 	enum opts_mode mode;	 /* --mode */
-	enum opts_format format; /* --format */
+	const struct writer *format; /* --format (writer.h) */
+	unsigned int top;	 /* --top: rows of --format top */
+	bool inverted;		 /* --inverted: svg as an icicle graph */
+	bool no_demangle;	 /* --no-demangle: names as in the symbol tables */
 	int verbose;		 /* -v, repeatable */
 	char **command;		 /* after "--"; NULL-terminated, or NULL */
 };

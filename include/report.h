@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Turns what the sampler counted into named folded stacks, and the
- * summary on stderr. */
+/* Turns what the sampler counted into the profile model (profile.h), named
+ * frame by frame, and writes the summary on stderr. */
 #ifndef BPFSAMPLER_REPORT_H
 #define BPFSAMPLER_REPORT_H
 
@@ -8,19 +8,26 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct folded;
+struct profile;
 struct sampler;
 struct sampler_stats;
 struct symbolizer;
 struct stream;
 struct stream_stats;
-struct bpfs_rec_sample;
+
+/* The values of every sample, in this order. */
+enum report_value {
+	REPORT_VALUE_SAMPLES = 0, /* samples/count */
+	REPORT_VALUE_PERIOD,	  /* cpu/nanoseconds, or EVENT/count */
+};
 
 struct report_opts {
-	bool annotate;	    /* kernel frames get the _[k] suffix */
 	bool kernel_only;   /* user-mode samples show as [user space] */
-	bool weight_period; /* counts are sums of periods, not samples */
+	bool weight_period; /* the default value is the period, not samples */
 	int event;	    /* only this event's samples; -1: all */
+	const char *event_name; /* NULL: cpu-clock */
+	bool timer;	    /* the event is a clock: periods are ns */
+	uint64_t period;    /* the event's nominal period (0: frequency mode) */
 	double scale;	    /* periods x this (multiplexing); 0 or 1: none */
 };
 
@@ -33,16 +40,17 @@ struct report_stats {
 	uint64_t stacks_missing; /* ids not found in the stacks map */
 };
 
-/* Named folded stacks from the kernel's counts (s, may be NULL) and the
- * stream's, plus [lost] lines from st. Stack segments come from the stream,
- * else from the sampler's map. */
+/* The profile of one event, aggregated: named stacks from the kernel's
+ * counts (s, may be NULL) and the stream's, plus lost samples from stat.
+ * Stack segments come from the stream, else from the sampler's map. Sets
+ * out's sample types and metadata. */
 int report__build(struct sampler *s, struct stream *stream, struct symbolizer *sym,
 		  const struct report_opts *o, const uint64_t *stat,
-		  struct folded *out, struct report_stats *rs);
-/* One line of --format samples: "SECONDS.NS CPU PID TID PERIOD EVENT frames". */
-int report__write_sample(struct sampler *s, struct stream *stream, struct symbolizer *sym,
-			 const struct report_opts *o, const struct bpfs_rec_sample *r,
-			 const char *event, FILE *f);
+		  struct profile *out, struct report_stats *rs);
+/* Adds every sample the stream kept (--format samples) to out one by one,
+ * with its time and CPU, in time order. After report__build. */
+int report__add_timed(struct sampler *s, struct stream *stream, struct symbolizer *sym,
+		      const struct report_opts *o, struct profile *out);
 /* Per-event lines of the summary: samples, losses, multiplexing. */
 void report__event_summary(FILE *f, const char *name, const struct sampler_stats *st, int ev,
 			   bool weight_period);

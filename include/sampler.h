@@ -68,7 +68,9 @@ struct sampler_stats {
 struct sampler;
 
 int sampler__new(const struct sampler_opts *o, struct sampler **out);
-int sampler__add_filter(struct sampler *s, uint32_t id);
+/* Selects tgid or tid id; after_exec: only from its next exec on (the
+ * command, forked by bpfsampler and not yet exec'd). */
+int sampler__add_filter(struct sampler *s, uint32_t id, bool after_exec);
 int sampler__start(struct sampler *s);
 /* Whether executable mappings are followed as they are made (after start):
  * BPFS_REC_MAP records come, and samples carry their process's map_gen. */

@@ -48,6 +48,7 @@ struct sym_location {
 	uint64_t map_pgoff;   /* file offset of map_start */
 	uint64_t file_offset; /* of the address in the file */
 	uint64_t vaddr;	      /* its ELF virtual address (addr2line -e path) */
+	bool has_symbols;     /* the file (or its debug file) has symbols */
 };
 
 int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out);
@@ -71,17 +72,39 @@ void symbolizer__finish(struct symbolizer *sym);
  */
 int symbolizer__normalize(struct symbolizer *sym, int pid, uint32_t gen, uint64_t addr,
 			  struct sym_location *loc);
+/* What a frame is. */
+enum sym_kind {
+	SYM_FILE = 0,	/* in a file mapping (loc says which) */
+	SYM_ANON,	/* in anonymous executable memory */
+	SYM_JIT,	/* named from the process's perf map */
+	SYM_UNMAPPED,	/* in no mapping known */
+	SYM_KERNEL,	/* kernel text, a module or a BPF program */
+};
+
+/* A frame, symbolized: structured, for the profile model to keep. */
+struct sym_frame {
+	enum sym_kind kind;
+	const char *name;   /* the symbol as in the symbol table (mangled), or
+			     * NULL when none covers the address */
+	const char *module; /* SYM_KERNEL: the module ("bpf" for BPF
+			     * programs), NULL for the kernel image */
+	uint64_t sym_offset; /* of the address in the symbol, when named */
+	uint64_t elf_addr;  /* SYM_FILE: the address as an ELF virtual address
+			     * of loc.path (addr2line -e), else 0 */
+	struct sym_location loc; /* SYM_FILE: the mapping; SYM_ANON/JIT: the
+				  * mapping's bounds only */
+};
+
 /*
- * The name of a frame of a sample of pid at mapping generation gen: the
- * function, else "module+0xOFF" (ELF address in that file), else
- * "[anon]+0xADDR" / "[unmapped]+0xADDR". ret_addr: addr is a return address
- * (every frame but the leaf), so addr-1 is looked up, which keeps a call at
- * the very end of a function from naming the next one. The string lives as
- * long as sym.
+ * Frame addr of a sample of pid at mapping generation gen. ret_addr: addr
+ * is a return address (every frame but the leaf), so addr - 1 is looked up,
+ * which keeps a call at the very end of a function from naming the next
+ * one; elf_addr is still that of addr. Strings live as long as sym.
  */
-const char *symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t addr,
-			     bool ret_addr);
-const char *symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_addr);
+void symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t addr,
+		      bool ret_addr, struct sym_frame *out);
+void symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_addr,
+			struct sym_frame *out);
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out);
 
 #endif

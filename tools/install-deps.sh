@@ -8,7 +8,9 @@ set -eu
 # libdebuginfod-dev: the header of elfutils' client for fetching debug files
 # by build-ID; the library (libdebuginfod1, pulled in) is dlopen'ed at run
 # time when DEBUGINFOD_URLS is set
+# libiberty-dev: the GNU demangler (C++, Rust legacy and v0), linked static
 pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libdebuginfod-dev"
+pkgs="$pkgs libiberty-dev"
 # tests: binutils (strip, objcopy, readelf, nm for fixtures), gawk for the
 # checks, util-linux (setpriv, unshare, nsenter), python3 for tools/bench
 # (smoke test) and a silent server; debuginfod (the server and

@@ -87,6 +87,12 @@ enum bpfs_filter_mode {
 	BPFS_FILTER_TID,
 };
 
+/* The value of a `filter` entry. */
+enum bpfs_filter_state {
+	BPFS_FILTER_SELECTED = 1,   /* its samples are kept */
+	BPFS_FILTER_AFTER_EXEC = 2, /* kept once it has exec'd (-- command) */
+};
+
 struct bpfs_count_key {
 	__u32 pid; /* tgid */
 	__u32 tid;

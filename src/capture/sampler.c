@@ -87,6 +87,8 @@ static int configure(struct sampler *s)
 	if (!err)
 		err = bpf_program__set_autoload(skel->progs.on_fork, o->follow_children);
 	if (!err)
+		err = bpf_program__set_autoload(skel->progs.on_command_exec, o->follow_children);
+	if (!err)
 		err = bpf_program__set_autoload(skel->progs.on_mmap, skel->rodata->track_maps);
 	if (!err)
 		err = bpf_program__set_autoload(skel->progs.on_exec, skel->rodata->track_maps);
@@ -185,7 +187,7 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out)
 		goto err_free;
 	if (o->filter_ids) {
 		for (size_t i = 0; i < o->filter_ids->nr; i++) {
-			err = sampler__add_filter(s, o->filter_ids->v[i]);
+			err = sampler__add_filter(s, o->filter_ids->v[i], false);
 			if (err)
 				goto err_free;
 		}
@@ -197,12 +199,12 @@ err_free:
 	return err;
 }
 
-int sampler__add_filter(struct sampler *s, uint32_t id)
+int sampler__add_filter(struct sampler *s, uint32_t id, bool after_exec)
 {
-	__u8 one = 1;
+	__u8 state = after_exec ? BPFS_FILTER_AFTER_EXEC : BPFS_FILTER_SELECTED;
 	int err;
 
-	err = bpf_map__update_elem(s->skel->maps.filter, &id, sizeof(id), &one, sizeof(one),
+	err = bpf_map__update_elem(s->skel->maps.filter, &id, sizeof(id), &state, sizeof(state),
 				   BPF_ANY);
 	if (err)
 		p_err("cannot add %u to the BPF filter: %s", id, strerror(-err));
@@ -218,9 +220,13 @@ int sampler__start(struct sampler *s)
 		return err;
 	if (s->opts.follow_children) {
 		s->skel->links.on_fork = bpf_program__attach(s->skel->progs.on_fork);
-		if (!s->skel->links.on_fork) {
+		if (s->skel->links.on_fork)
+			s->skel->links.on_command_exec =
+				bpf_program__attach(s->skel->progs.on_command_exec);
+		if (!s->skel->links.on_command_exec) {
 			err = -errno;
-			p_err("cannot attach to sched_process_fork: %s", strerror(-err));
+			p_err("cannot attach to sched_process_fork and sched_process_exec: %s",
+			      strerror(-err));
 			return err;
 		}
 	}
@@ -298,7 +304,9 @@ static void *detach_followers(void *arg)
 	bpf_link__destroy(skel->links.on_mmap);
 	bpf_link__destroy(skel->links.on_exec);
 	bpf_link__destroy(skel->links.on_fork);
+	bpf_link__destroy(skel->links.on_command_exec);
 	skel->links.on_mmap = skel->links.on_exec = skel->links.on_fork = NULL;
+	skel->links.on_command_exec = NULL;
 	return NULL;
 }
 

@@ -20,10 +20,12 @@
 #include "folded.h"
 #include "log.h"
 #include "opts.h"
+#include "profile.h"
 #include "report.h"
 #include "sampler.h"
 #include "stream.h"
 #include "symbolize.h"
+#include "writer.h"
 
 #define EXIT_USAGE 2
 
@@ -198,89 +200,133 @@ static void close_outputs(struct outputs *outs)
 			fclose(outs->f[ev]);
 }
 
-static int write_samples(struct sampler *s, struct stream *stream, struct symbolizer *sym,
-			 const struct report_opts *ro, const char *event_name, FILE *out)
+static uint64_t now_unix_ns(void)
 {
-	const struct bpfs_rec_sample *r;
-	size_t nr;
-	int err = 0;
+	struct timespec ts;
 
-	r = stream__samples(stream, &nr);
-	for (size_t i = 0; i < nr && !err; i++)
-		if (ro->event < 0 || r[i].event == (uint32_t)ro->event)
-			err = report__write_sample(s, stream, sym, ro, &r[i], event_name, out);
-	return err;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-static int write_profile(const struct folded *f, const char *path, FILE **out)
-{
-	int err = f ? folded__write(f, *out) : (fflush(*out) ? -errno : 0);
+/* One run: what options made, and what each step hands the next. */
+struct run {
+	const struct opts *o;
+	struct outputs *outs;
+	struct symbolizer *sym;
+	struct stream *stream;
+	struct sampler *s;
+	struct command *cmd;
+	struct sampler_stats st;
+	struct report_stats rs; /* summed over events */
+	size_t lines;		/* folded lines, summed over events */
+	double t0;		/* CLOCK_MONOTONIC at the start of sampling */
+	uint64_t start_unix_ns;
+	uint64_t duration_ns;
+};
 
+static int write_profile(const struct run *r, const struct profile *p, size_t ev)
+{
+	const struct opts *o = r->o;
+	struct writer_opts wo = { .annotate = o->annotate, .inverted = o->inverted,
+				  .top = o->top };
+	FILE **out = &r->outs->f[ev];
+	int err = o->format->write(p, &wo, *out);
+
+	if (!err && *out == stdout && fflush(stdout))
+		err = -errno;
 	if (*out != stdout && fclose(*out) && !err)
 		err = -errno;
 	*out = NULL;
 	if (err)
-		p_err("cannot write the profile to %s: %s", path, strerror(-err));
+		p_err("cannot write the profile to %s: %s", r->outs->path[ev], strerror(-err));
 	return err;
 }
 
-/* Each event's profile: built, written, summed into *total. */
-static int report_events(const struct opts *o, struct sampler *s, struct stream *stream,
-			 struct symbolizer *sym, const struct sampler_stats *st,
-			 struct outputs *outs, struct report_stats *total, size_t *lines)
+static void add_stats(struct report_stats *total, const struct report_stats *rs)
 {
+	total->samples += rs->samples;
+	total->lost += rs->lost;
+	total->keys += rs->keys;
+	if (rs->processes > total->processes)
+		total->processes = rs->processes;
+	total->stacks += rs->stacks;
+	total->stacks_missing += rs->stacks_missing;
+}
+
+/* The folded lines the profile makes, for the summary. */
+static size_t folded_lines(const struct profile *p, bool annotate)
+{
+	struct folded *f = NULL;
+	size_t n = 0;
+
+	if (!folded__new(&f) && !folded__add_profile(f, p, annotate))
+		n = folded__nr_lines(f);
+	folded__free(f);
+	return n;
+}
+
+static void event_report_opts(const struct run *r, size_t ev, struct report_opts *ro)
+{
+	const struct event *e = &r->o->events.v[ev];
+	const struct sampler_event_stats *es = &r->st.ev[ev];
+
+	*ro = (struct report_opts){
+		.kernel_only = r->o->kernel_only,
+		.weight_period = r->o->weight_period,
+		.event = r->o->events.nr > 1 ? (int)ev : -1,
+		.event_name = e->name,
+		.timer = e->timer,
+		.period = e->attr.freq ? 0 : e->attr.sample_period,
+		.scale = es->running_ns ? (double)es->enabled_ns / es->running_ns : 1,
+	};
+}
+
+/* Each event's profile: built into the profile model, written. */
+static int report_events(struct run *r)
+{
+	const struct opts *o = r->o;
 	int err = 0;
 
 	for (size_t ev = 0; ev < o->events.nr && !err; ev++) {
-		const struct sampler_event_stats *es = &st->ev[ev];
-		struct report_opts ro = {
-			.annotate = o->annotate,
-			.kernel_only = o->kernel_only,
-			.weight_period = o->weight_period,
-			.event = o->events.nr > 1 ? (int)ev : -1,
-			.scale = es->running_ns ? (double)es->enabled_ns / es->running_ns : 1,
-		};
+		struct report_opts ro;
 		struct report_stats rs;
-		struct folded *f = NULL;
+		struct profile *p = NULL;
 
-		err = folded__new(&f);
+		event_report_opts(r, ev, &ro);
+		err = profile__new(&(struct profile_opts){ .demangle = !o->no_demangle }, &p);
 		if (!err)
-			err = report__build(s, stream, sym, &ro, es->stat, f, &rs);
-		if (!err && o->format == OPTS_FORMAT_SAMPLES)
-			err = write_samples(s, stream, sym, &ro, o->events.v[ev].name, outs->f[ev]);
-		if (!err)
-			err = write_profile(o->format == OPTS_FORMAT_FOLDED ? f : NULL,
-					    outs->path[ev], &outs->f[ev]);
+			err = report__build(r->s, r->stream, r->sym, &ro, r->st.ev[ev].stat, p, &rs);
+		if (!err && o->format->timed)
+			err = report__add_timed(r->s, r->stream, r->sym, &ro, p);
 		if (!err) {
-			total->samples += rs.samples;
-			total->lost += rs.lost;
-			total->keys += rs.keys;
-			total->processes = rs.processes > total->processes ? rs.processes
-									    : total->processes;
-			total->stacks += rs.stacks;
-			total->stacks_missing += rs.stacks_missing;
-			*lines += folded__nr_lines(f);
+			profile__meta(p)->time_ns = r->start_unix_ns;
+			profile__meta(p)->duration_ns = r->duration_ns;
+			err = write_profile(r, p, ev);
 		}
-		folded__free(f);
+		if (!err) {
+			add_stats(&r->rs, &rs);
+			r->lines += folded_lines(p, o->annotate);
+		}
+		profile__free(p);
 	}
 	return err;
 }
 
-static void print_summary(const struct opts *o, const struct sampler_stats *st,
-			  const struct report_stats *rs, struct stream *stream,
-			  struct symbolizer *sym, size_t lines, double seconds)
+static void print_summary(const struct run *r)
 {
+	const struct opts *o = r->o;
 	struct stream_stats ss;
 
-	stream__stats(stream, &ss);
-	report__summary(stderr, st, rs, &ss, lines, seconds);
+	stream__stats(r->stream, &ss);
+	report__summary(stderr, &r->st, &r->rs, &ss, r->lines, r->duration_ns / 1e9);
 	if (o->events.nr > 1 || !o->events.v[0].timer)
 		for (size_t ev = 0; ev < o->events.nr; ev++)
-			report__event_summary(stderr, o->events.v[ev].name, st, ev, o->weight_period);
+			report__event_summary(stderr, o->events.v[ev].name, &r->st, ev,
+					      o->weight_period);
 	if (o->verbose) {
 		struct symbolizer_stats ys;
 
-		symbolizer__stats(sym, &ys);
+		symbolizer__stats(r->sym, &ys);
 		fprintf(stderr, "  symbols: user %llu/%llu frames named, kernel %llu/%llu; %llu "
 			"processes' mappings read, %llu executable mappings followed (%llu "
 			"files unreadable)\n",
@@ -297,85 +343,85 @@ static void print_summary(const struct opts *o, const struct sampler_stats *st,
 	}
 }
 
-static int run(const struct opts *o, struct outputs *outs)
+/* symbolizer, stream, command, sampler: made in that order. */
+static int run_setup(struct run *r)
 {
-	struct sampler_stats st = {};
-	struct report_stats rs = {};
-	struct symbolizer *sym = NULL;
+	const struct opts *o = r->o;
 	struct sampler_opts so;
-	struct sampler *s = NULL;
-	struct command *cmd = NULL;
-	struct stream *stream = NULL;
-	size_t lines = 0;
-	double t0;
 	int err;
 
 	err = symbolizer__new(&(struct symbolizer_opts){
 				      .debug_dirs = (const char *const *)o->debug_dirs.v,
 				      .nr_debug_dirs = o->debug_dirs.nr },
-			      &sym);
+			      &r->sym);
 	if (!err)
-		err = stream__new(&(struct stream_opts){ .keep_samples =
-							     o->format == OPTS_FORMAT_SAMPLES,
+		err = stream__new(&(struct stream_opts){ .keep_samples = o->format->timed,
 							 .on_process = on_process,
 							 .on_mapping = on_mapping,
-							 .ctx = sym },
-				  &stream);
+							 .ctx = r->sym },
+				  &r->stream);
+	if (!err && o->command)
+		err = command__spawn(o->command, &r->cmd);
+	if (err)
+		return err;
+	fill_sampler_opts(o, r->stream, &so);
+	err = sampler__new(&so, &r->s);
+	/* the command is selected from its exec on: until then it is our
+	 * own forked child */
+	if (!err && r->cmd)
+		err = sampler__add_filter(r->s, command__pid(r->cmd), true);
+	return err;
+}
+
+static int run(const struct opts *o, struct outputs *outs)
+{
+	struct run r = { .o = o, .outs = outs };
+	int err;
+
+	err = run_setup(&r);
 	if (err)
 		goto out;
-	if (o->command) {
-		err = command__spawn(o->command, &cmd);
-		if (err)
-			goto out;
-	}
-	fill_sampler_opts(o, stream, &so);
-	err = sampler__new(&so, &s);
-	if (err)
-		goto out;
-	if (cmd) {
-		err = sampler__add_filter(s, command__pid(cmd));
-		if (err)
-			goto out;
-	}
 	/* The BPF programs loaded so far (ours among them) are noted before
 	 * sampling starts; any loaded from now on is named as it comes, so
 	 * one that unloads before the end keeps its name. */
-	symbolizer__refresh(sym);
-	err = sampler__start(s);
+	symbolizer__refresh(r.sym);
+	err = sampler__start(r.s);
 	if (err)
 		goto out;
-	symbolizer__set_tracking(sym, sampler__tracks_mappings(s));
-	if (cmd) {
-		err = command__release(cmd);
+	symbolizer__set_tracking(r.sym, sampler__tracks_mappings(r.s));
+	if (r.cmd) {
+		err = command__release(r.cmd);
 		if (err)
 			goto out;
 	}
 	p_info("sampling%s", o->duration ? "" : "; Ctrl-C to stop");
-	t0 = now_s();
-	sample_loop(s, o, cmd, sym);
+	r.t0 = now_s();
+	r.start_unix_ns = now_unix_ns();
+	sample_loop(r.s, o, r.cmd, r.sym);
 
-	err = sampler__stop(s);
+	err = sampler__stop(r.s);
+	r.duration_ns = (now_s() - r.t0) * 1e9;
 	if (!err)
-		err = close_rings(s, stream);
+		err = close_rings(r.s, r.stream);
 	if (!err)
-		err = stream__finish(stream);
-	symbolizer__finish(sym);
+		err = stream__finish(r.stream);
+	symbolizer__finish(r.sym);
 	if (!err)
-		err = sampler__stats(s, &st);
+		err = sampler__stats(r.s, &r.st);
 	if (!err)
-		err = report_events(o, s, stream, sym, &st, outs, &rs, &lines);
+		err = report_events(&r);
 	if (!err)
-		print_summary(o, &st, &rs, stream, sym, lines, now_s() - t0);
+		print_summary(&r);
 out:
-	if (cmd) {
-		int status = command__finish(cmd, err != 0);
+	if (r.cmd) {
+		int status = command__finish(r.cmd, err != 0);
 
 		if (!err)
 			err = status; /* positive: the command's exit status */
 	}
-	sampler__free(s);
-	stream__free(stream);
-	symbolizer__free(sym);
+	sampler__free(r.s);
+	stream__free(r.stream);
+	symbolizer__free(r.sym);
 	return err;
 }
 

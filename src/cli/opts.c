@@ -12,6 +12,7 @@
 #include "features.h"
 #include "log.h"
 #include "opts.h"
+#include "writer.h"
 
 enum {
 	OPT_ANNOTATE = 0x100,
@@ -28,6 +29,9 @@ enum {
 	OPT_NO_FOLLOW_MAPPINGS,
 	OPT_DEBUG_DIR,
 	OPT_WEIGHT,
+	OPT_TOP,
+	OPT_INVERTED,
+	OPT_NO_DEMANGLE,
 };
 
 static const struct option long_opts[] = {
@@ -51,6 +55,9 @@ static const struct option long_opts[] = {
 	{ "ring-size", required_argument, NULL, OPT_RING_SIZE },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "inverted", no_argument, NULL, OPT_INVERTED },
+	{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
 	{ "debug-reader-delay", required_argument, NULL, OPT_READER_DELAY },
 	{ "interrupt-depth", required_argument, NULL, OPT_IRQ_DEPTH },
 	{ "no-completion", no_argument, NULL, OPT_NO_COMPLETION },
@@ -104,7 +111,11 @@ void opts__usage(FILE *f)
 "                           .gnu_debuglink); repeatable, searched first\n"
 "      --format FORMAT      folded (default): one line per distinct stack;\n"
 "                           samples: one line per sample, with its time, CPU,\n"
-"                           pid, tid and comm (implies --mode stream)\n"
+"                           pid, tid and comm (implies --mode stream);\n"
+"                           docs/formats.md describes each format\n"
+"      --top N              rows of --format top (default %d)\n"
+"      --inverted           --format svg: an icicle graph, roots at the top\n"
+"      --no-demangle        keep C++ and Rust names as in the symbol table\n"
 "      --max-stack-depth N  user frames per stack, 1..%d (default %d); kernel\n"
 "                           stacks stop at 127\n"
 "      --interrupt-depth N  user frames walked in the sampling interrupt; the\n"
@@ -144,7 +155,7 @@ void opts__usage(FILE *f)
 "  bpfsampler -d 30 | flamegraph.pl > cpu.svg  straight to a flame graph\n"
 "  bpfsampler -p 1234 -d 10 -o app.folded     one process\n"
 "  bpfsampler -- make -j2                     a command and its children\n",
-		OPTS_DEFAULT_FREQ, OPTS_MAX_FREQ, BPFS_MAX_DEPTH_OPT, BPFS_MAX_DEPTH_OPT,
+		OPTS_DEFAULT_FREQ, OPTS_MAX_FREQ, OPTS_DEFAULT_TOP, BPFS_MAX_DEPTH_OPT, BPFS_MAX_DEPTH_OPT,
 		OPTS_DEFAULT_MAP_ENTRIES, OPTS_DEFAULT_STACK_ENTRIES);
 }
 
@@ -243,6 +254,20 @@ static int add_str(struct str_list *l, const char *s)
 	nv[l->nr++] = (char *)s;
 	l->v = nv;
 	return 0;
+}
+
+/* "give folded, samples, ...": the formats the writer table has. */
+static const char *formats_hint(void)
+{
+	static char hint[256];
+	const struct writer *w;
+	size_t nr, len;
+
+	w = writer__all(&nr);
+	len = snprintf(hint, sizeof(hint), "give ");
+	for (size_t i = 0; i < nr && len < sizeof(hint); i++)
+		len += snprintf(hint + len, sizeof(hint) - len, "%s%s", i ? ", " : "", w[i].name);
+	return hint;
 }
 
 static enum opts_result bad(const char *what, const char *val, const char *hint)
@@ -367,12 +392,20 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 			return bad("--mode", arg, "give aggregate or stream");
 		break;
 	case OPT_FORMAT:
-		if (strcmp(arg, "folded") == 0)
-			o->format = OPTS_FORMAT_FOLDED;
-		else if (strcmp(arg, "samples") == 0)
-			o->format = OPTS_FORMAT_SAMPLES;
-		else
-			return bad("--format", arg, "give folded or samples");
+		o->format = writer__find(arg);
+		if (!o->format)
+			return bad("--format", arg, formats_hint());
+		break;
+	case OPT_TOP:
+		if (parse_uint(arg, 100000, &v) || v == 0)
+			return bad("--top", arg, "give a number of rows from 1 to 100000");
+		o->top = v;
+		break;
+	case OPT_INVERTED:
+		o->inverted = true;
+		break;
+	case OPT_NO_DEMANGLE:
+		o->no_demangle = true;
 		break;
 	case 'v':
 		o->verbose++;
@@ -389,6 +422,8 @@ static void opts__init(struct opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->freq = OPTS_DEFAULT_FREQ;
+	o->format = writer__find("folded");
+	o->top = OPTS_DEFAULT_TOP;
 	o->max_depth = BPFS_MAX_DEPTH_OPT;
 	o->map_entries = OPTS_DEFAULT_MAP_ENTRIES;
 	o->stack_entries = OPTS_DEFAULT_STACK_ENTRIES;
@@ -465,9 +500,10 @@ enum opts_result opts__parse(struct opts *o, int argc, char **argv)
 		p_err("-p and -t exclude each other: select processes or threads, not both");
 		return OPTS_USAGE;
 	}
-	if (o->format == OPTS_FORMAT_SAMPLES) {
+	if (o->format->timed) {
 		if (o->mode == OPTS_MODE_AGGREGATE) {
-			p_err("--format samples needs every sample: use --mode stream (or no --mode)");
+			p_err("--format %s needs every sample: use --mode stream (or no --mode)",
+			      o->format->name);
 			return OPTS_USAGE;
 		}
 		o->mode = OPTS_MODE_STREAM;

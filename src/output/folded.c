@@ -6,6 +6,8 @@
 
 #include "folded.h"
 #include "hashmap.h"
+#include "profile.h"
+#include "writer.h"
 
 struct line {
 	uint64_t count;
@@ -134,7 +136,7 @@ int folded__write(const struct folded *f, FILE *out)
 	for (size_t i = 0; i < n; i++)
 		fprintf(out, "%s %" PRIu64 "\n", sorted[i]->text, sorted[i]->count);
 	if (fflush(out) || ferror(out))
-		err = -EIO;
+		err = errno ? -errno : -EIO;
 	free(sorted);
 	return err;
 }
@@ -161,4 +163,64 @@ void folded__put_frames(FILE *out, const char *const *frames, size_t nr)
 size_t folded__nr_lines(const struct folded *f)
 {
 	return hashmap__size(f->lines);
+}
+
+void folded__sample_frames(const struct profile *p, const struct pf_sample *s, bool annotate,
+			   struct folded_frames *out)
+{
+	size_t nr, n = 0;
+	const uint32_t *locs = profile__stack(p, s->stack, &nr);
+
+	if (s->lost_reason) {
+		snprintf(out->buf[0], sizeof(out->buf[0]), "[%s]", profile__str(p, s->lost_reason));
+		out->v[n++] = "[lost]";
+		out->v[n++] = out->buf[0];
+		out->nr = n;
+		return;
+	}
+	out->v[n++] = s->comm && *profile__str(p, s->comm) ? profile__str(p, s->comm)
+							     : "[no comm]";
+	for (size_t i = nr; i-- > 0 && n < FOLDED_MAX_FRAMES;) {
+		const char *name = profile__frame_name(p, locs[i], out->buf[n], sizeof(out->buf[n]));
+
+		if (annotate && profile__location(p, locs[i])->kind == PF_KIND_KERNEL) {
+			char tmp[sizeof(out->buf[n])];
+
+			snprintf(tmp, sizeof(tmp), "%s_[k]", name);
+			memcpy(out->buf[n], tmp, sizeof(tmp));
+			name = out->buf[n];
+		}
+		out->v[n++] = name;
+	}
+	out->nr = n;
+}
+
+int folded__add_profile(struct folded *f, const struct profile *p, bool annotate)
+{
+	struct folded_frames *fr = malloc(sizeof(*fr));
+	int err = 0;
+
+	if (!fr)
+		return -ENOMEM;
+	for (size_t i = 0; i < profile__nr_samples(p) && !err; i++) {
+		const struct pf_sample *s = profile__sample(p, i);
+
+		folded__sample_frames(p, s, annotate, fr);
+		err = folded__add(f, fr->v, fr->nr, profile__value(p, s));
+	}
+	free(fr);
+	return err;
+}
+
+int folded__write_profile(const struct profile *p, const struct writer_opts *o, FILE *out)
+{
+	struct folded *f = NULL;
+	int err = folded__new(&f);
+
+	if (!err)
+		err = folded__add_profile(f, p, o->annotate);
+	if (!err)
+		err = folded__write(f, out);
+	folded__free(f);
+	return err;
 }

@@ -4,41 +4,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "folded.h"
 #include "hashmap.h"
 #include "log.h"
+#include "profile.h"
 #include "report.h"
 #include "sampler.h"
 #include "stream.h"
 #include "symbolize.h"
 
-/* comm + markers + user frames + kernel frames */
+/* markers + user frames + kernel frames */
 #define MAX_FRAMES (BPFS_MAX_USER_DEPTH + BPFS_SEG_FRAMES + 8)
+/* The kernel's half of x86-64's address space: where kernel frames are. */
+#define KERNEL_START 0xffff800000000000ULL
 
 struct build_ctx {
 	struct sampler *s;
 	struct stream *stream;
 	struct symbolizer *sym;
 	const struct report_opts *o;
-	struct folded *out;
+	struct profile *p;
 	struct report_stats *rs;
 	struct hashmap *pids; /* distinct pids */
 	struct hashmap *stack_pairs; /* distinct (kernel, user) stack ids */
 	uint64_t ips[BPFS_MAX_USER_DEPTH];
-	const char *fr[MAX_FRAMES];
-	char annotated[BPFS_SEG_FRAMES][256];
+	uint32_t fr[MAX_FRAMES]; /* location ids, outermost first */
+	uint32_t leaf_first[MAX_FRAMES];
 };
 
-/* Lost-sample lines: what flame graphs show for what the BPF side dropped. */
+/* Lost samples: what flame graphs show for what the BPF side dropped. */
 static const struct {
 	enum bpfs_stat stat;
-	const char *frame;
-} lost_lines[] = {
-	{ BPFS_STAT_LOST_COUNTS_FULL, "[counts map full]" },
-	{ BPFS_STAT_LOST_STACKS_FULL, "[stacks map full]" },
-	{ BPFS_STAT_LOST_COLLISION, "[stack id collision]" },
-	{ BPFS_STAT_LOST_BUSY, "[map busy]" },
-	{ BPFS_STAT_LOST_RING_FULL, "[ring full]" },
+	const char *reason;
+} lost_reasons[] = {
+	{ BPFS_STAT_LOST_COUNTS_FULL, "counts map full" },
+	{ BPFS_STAT_LOST_STACKS_FULL, "stacks map full" },
+	{ BPFS_STAT_LOST_COLLISION, "stack id collision" },
+	{ BPFS_STAT_LOST_BUSY, "map busy" },
+	{ BPFS_STAT_LOST_RING_FULL, "ring full" },
 };
 
 static int read_segment(void *ctx, uint64_t id, struct bpfs_stack *out)
@@ -57,103 +59,189 @@ static size_t unwind(struct build_ctx *c, uint64_t id, bool *missing)
 	return n;
 }
 
+/* A frame of the profiler's own ([truncated], ...): a function and nothing
+ * else. */
+static uint32_t marker(struct profile *p, const char *text)
+{
+	return profile__add_location(p, &(struct pf_location){
+		.function = profile__add_function(p, text, NULL),
+		.kind = PF_KIND_MARKER });
+}
+
+static uint32_t user_location(struct build_ctx *c, const struct sym_frame *f, uint64_t addr)
+{
+	struct profile *p = c->p;
+	struct pf_location l = { .address = addr, .elf_addr = f->elf_addr };
+	struct pf_mapping m = { .start = f->loc.map_start, .limit = f->loc.map_end };
+
+	switch (f->kind) {
+	case SYM_FILE:
+		m.offset = f->loc.map_pgoff;
+		m.file = profile__intern(p, f->loc.path);
+		m.build_id = profile__intern(p, f->loc.build_id);
+		m.has_functions = f->loc.has_symbols;
+		l.mapping = profile__add_mapping(p, &m);
+		break;
+	case SYM_JIT:
+		l.kind = PF_KIND_JIT;
+		/* fallthrough */
+	case SYM_ANON:
+		if (m.limit) {
+			m.file = profile__intern(p, PF_ANON_FILE);
+			l.mapping = profile__add_mapping(p, &m);
+		}
+		break;
+	default:
+		break;
+	}
+	if (f->name)
+		l.function = profile__add_function(p, f->name, NULL);
+	return profile__add_location(p, &l);
+}
+
+static uint32_t kernel_location(struct build_ctx *c, const struct sym_frame *f, uint64_t addr)
+{
+	struct profile *p = c->p;
+	struct pf_mapping m = { .start = KERNEL_START, .limit = UINT64_MAX,
+				.kind = PF_KIND_KERNEL, .has_functions = true };
+
+	m.file = profile__intern(p, f->module ? f->module : PF_KERNEL_FILE);
+	return profile__add_location(p, &(struct pf_location){
+		.address = addr,
+		.mapping = profile__add_mapping(p, &m),
+		.function = f->name ? profile__add_function(p, f->name, NULL) : 0,
+		.kind = PF_KIND_KERNEL });
+}
+
 static size_t add_user(struct build_ctx *c, const struct bpfs_count_key *k, size_t n)
 {
+	struct sym_frame f;
 	bool missing;
 	size_t nr;
 
 	if (k->flags & BPFS_F_KTHREAD)
 		return n;
 	if (k->flags & BPFS_F_USTACK_TRUNC)
-		c->fr[n++] = "[truncated]";
+		c->fr[n++] = marker(c->p, "[truncated]");
 	/* A walk that faulted keeps the frames read up to there. */
 	if (k->flags & BPFS_F_USTACK_ERR)
-		c->fr[n++] = "[user stack unreadable]";
+		c->fr[n++] = marker(c->p, "[user stack unreadable]");
 	if (!k->ustack_id)
 		return n;
 	nr = unwind(c, k->ustack_id, &missing);
 	if (missing)
-		c->fr[n++] = "[user stack segment missing]";
-	/* ips[0] is the leaf; folded wants the outermost first. */
-	for (size_t i = nr; i-- > 0;)
-		c->fr[n++] = symbolizer__user(c->sym, k->pid, k->map_gen, c->ips[i], i > 0);
+		c->fr[n++] = marker(c->p, "[user stack segment missing]");
+	/* ips[0] is the leaf; the frames go outermost first. */
+	for (size_t i = nr; i-- > 0;) {
+		symbolizer__user(c->sym, k->pid, k->map_gen, c->ips[i], i > 0, &f);
+		c->fr[n++] = user_location(c, &f, c->ips[i]);
+	}
 	return n;
 }
 
 static size_t add_kernel(struct build_ctx *c, const struct bpfs_count_key *k, size_t n)
 {
+	struct sym_frame f;
 	bool missing;
 	size_t nr;
 
 	if (k->flags & BPFS_F_KSTACK_ERR) {
-		c->fr[n++] = "[kernel stack unreadable]";
+		c->fr[n++] = marker(c->p, "[kernel stack unreadable]");
 		return n;
 	}
 	if (!k->kstack_id)
 		return n;
 	nr = unwind(c, k->kstack_id, &missing);
 	if (missing)
-		c->fr[n++] = "[kernel stack missing]";
+		c->fr[n++] = marker(c->p, "[kernel stack missing]");
 	if (k->flags & BPFS_F_KSTACK_TRUNC)
-		c->fr[n++] = "[truncated]";
+		c->fr[n++] = marker(c->p, "[truncated]");
 	if (nr > BPFS_SEG_FRAMES)
 		nr = BPFS_SEG_FRAMES;
 	for (size_t i = nr; i-- > 0;) {
-		const char *name = symbolizer__kernel(c->sym, c->ips[i], i > 0);
-
-		if (c->o->annotate) {
-			snprintf(c->annotated[i], sizeof(c->annotated[i]), "%s_[k]", name);
-			name = c->annotated[i];
-		}
-		c->fr[n++] = name;
+		symbolizer__kernel(c->sym, c->ips[i], i > 0, &f);
+		c->fr[n++] = kernel_location(c, &f, c->ips[i]);
 	}
 	return n;
 }
 
-static int add_key(void *ctx, const struct bpfs_count_key *k, const struct bpfs_count_val *v)
+/* The stack of key k as a profile stack id. */
+static uint32_t key_stack(struct build_ctx *c, const struct bpfs_count_key *k)
 {
-	struct build_ctx *c = ctx;
-	char comm[BPFS_COMM_LEN + 1] = {};
-	uint64_t weight = v->samples, pair;
-	size_t n = 0;
+	size_t n = add_kernel(c, k, add_user(c, k, 0));
 
-	if (c->o->event >= 0 && k->event != (uint32_t)c->o->event)
-		return 0;
-	if (c->o->weight_period)
-		weight = c->o->scale > 1 ? (uint64_t)(v->period * c->o->scale + 0.5) : v->period;
-	c->rs->keys++;
-	c->rs->samples += v->samples;
+	if (!n)
+		c->fr[n++] = marker(c->p, c->o->kernel_only ? "[user space]" : "[no stack]");
+	for (size_t i = 0; i < n; i++)
+		c->leaf_first[i] = c->fr[n - 1 - i];
+	return profile__add_stack(c->p, c->leaf_first, n);
+}
+
+static uint32_t comm_id(struct profile *p, const char comm[BPFS_COMM_LEN])
+{
+	char s[BPFS_COMM_LEN + 1] = {};
+
+	memcpy(s, comm, BPFS_COMM_LEN);
+	return profile__intern(p, s);
+}
+
+static int count_distinct(struct build_ctx *c, const struct bpfs_count_key *k)
+{
+	/* both ids in one key: a 64-bit mix, only for counting */
+	uint64_t pair = (k->kstack_id * 0x9e3779b97f4a7c15ULL) ^ k->ustack_id;
+
 	if (!hashmap__find(c->pids, (void *)(uintptr_t)(k->pid + 1UL))) {
 		if (hashmap__set(c->pids, (void *)(uintptr_t)(k->pid + 1UL), (void *)1, NULL))
 			return -ENOMEM;
 		c->rs->processes++;
 	}
-	/* both ids in one key: a 64-bit mix, only for counting */
-	pair = (k->kstack_id * 0x9e3779b97f4a7c15ULL) ^ k->ustack_id;
 	if (pair && !hashmap__find(c->stack_pairs, (void *)(uintptr_t)pair)) {
 		if (hashmap__set(c->stack_pairs, (void *)(uintptr_t)pair, (void *)1, NULL))
 			return -ENOMEM;
 		c->rs->stacks++;
 	}
-	memcpy(comm, k->comm, BPFS_COMM_LEN);
-	c->fr[n++] = comm[0] ? comm : "[no comm]";
-	n = add_user(c, k, n);
-	n = add_kernel(c, k, n);
-	if (n == 1)
-		c->fr[n++] = c->o->kernel_only ? "[user space]" : "[no stack]";
-	return folded__add(c->out, c->fr, n, weight);
+	return 0;
+}
+
+static int add_key(void *ctx, const struct bpfs_count_key *k, const struct bpfs_count_val *v)
+{
+	struct build_ctx *c = ctx;
+	struct pf_sample ps = { .pid = k->pid, .tid = k->tid };
+	int err;
+
+	if (c->o->event >= 0 && k->event != (uint32_t)c->o->event)
+		return 0;
+	c->rs->keys++;
+	c->rs->samples += v->samples;
+	err = count_distinct(c, k);
+	if (err)
+		return err;
+	ps.comm = comm_id(c->p, k->comm);
+	ps.stack = key_stack(c, k);
+	ps.values[REPORT_VALUE_SAMPLES] = v->samples;
+	/* scaled per key, as perf stat does for a multiplexed event */
+	ps.values[REPORT_VALUE_PERIOD] =
+		c->o->scale > 1 ? (int64_t)(v->period * c->o->scale + 0.5) : (int64_t)v->period;
+	return profile__add_sample(c->p, &ps);
 }
 
 static int add_lost(struct build_ctx *c, const uint64_t *stat)
 {
-	for (size_t i = 0; i < sizeof(lost_lines) / sizeof(lost_lines[0]); i++) {
-		uint64_t n = stat[lost_lines[i].stat];
-		const char *fr[] = { "[lost]", lost_lines[i].frame };
+	uint32_t lost = profile__add_location(c->p, &(struct pf_location){
+		.function = profile__add_function(c->p, "[lost]", NULL), .kind = PF_KIND_LOST });
+
+	for (size_t i = 0; i < sizeof(lost_reasons) / sizeof(lost_reasons[0]); i++) {
+		uint64_t n = stat[lost_reasons[i].stat];
+		struct pf_sample ps = { .stack = profile__add_stack(c->p, &lost, 1) };
 		int err;
 
 		if (!n)
 			continue;
-		err = folded__add(c->out, fr, 2, n);
+		ps.lost_reason = profile__intern(c->p, lost_reasons[i].reason);
+		/* a lost sample's period is unknown: the event's nominal one */
+		ps.values[REPORT_VALUE_SAMPLES] = n;
+		ps.values[REPORT_VALUE_PERIOD] = n * c->o->period;
+		err = profile__add_sample(c->p, &ps);
 		if (err)
 			return err;
 		c->rs->lost += n;
@@ -172,7 +260,7 @@ static void build_ctx__free(struct build_ctx *c)
 
 static struct build_ctx *build_ctx__new(struct sampler *s, struct stream *stream,
 					struct symbolizer *sym, const struct report_opts *o,
-					struct folded *out, struct report_stats *rs)
+					struct profile *p, struct report_stats *rs)
 {
 	struct build_ctx *c = calloc(1, sizeof(*c));
 
@@ -182,7 +270,7 @@ static struct build_ctx *build_ctx__new(struct sampler *s, struct stream *stream
 	c->stream = stream;
 	c->sym = sym;
 	c->o = o;
-	c->out = out;
+	c->p = p;
 	c->rs = rs;
 	c->pids = hashmap__new(hashmap__hash_int, hashmap__equal_int);
 	c->stack_pairs = hashmap__new(hashmap__hash_int, hashmap__equal_int);
@@ -193,15 +281,37 @@ static struct build_ctx *build_ctx__new(struct sampler *s, struct stream *stream
 	return c;
 }
 
+/* Samples of the event: the event's unit for the period (ns for the
+ * clocks, else counts of the event itself). */
+static int set_types(struct profile *p, const struct report_opts *o)
+{
+	struct pf_meta *m = profile__meta(p);
+	const char *ev = o->event_name ? o->event_name : "cpu-clock";
+	int err = profile__add_type(p, "samples", "count");
+
+	if (err >= 0)
+		err = profile__add_type(p, o->timer ? "cpu" : ev,
+					o->timer ? "nanoseconds" : "count");
+	if (err < 0)
+		return err;
+	m->default_type = o->weight_period ? REPORT_VALUE_PERIOD : REPORT_VALUE_SAMPLES;
+	m->period_type = m->types[REPORT_VALUE_PERIOD];
+	m->period = o->period;
+	m->event = profile__intern(p, ev);
+	return profile__err(p);
+}
 
 int report__build(struct sampler *s, struct stream *stream, struct symbolizer *sym,
 		  const struct report_opts *o, const uint64_t *stat,
-		  struct folded *out, struct report_stats *rs)
+		  struct profile *out, struct report_stats *rs)
 {
 	struct build_ctx *c;
-	int err = 0;
+	int err;
 
 	memset(rs, 0, sizeof(*rs));
+	err = set_types(out, o);
+	if (err)
+		return err;
 	c = build_ctx__new(s, stream, sym, o, out, rs);
 	if (!c)
 		return -ENOMEM;
@@ -215,35 +325,42 @@ int report__build(struct sampler *s, struct stream *stream, struct symbolizer *s
 		p_err("cannot read the sample counts: %s", strerror(-err));
 	else
 		err = add_lost(c, stat);
+	if (!err)
+		err = profile__err(out);
 	build_ctx__free(c);
 	return err;
 }
 
-int report__write_sample(struct sampler *s, struct stream *stream, struct symbolizer *sym,
-			 const struct report_opts *o, const struct bpfs_rec_sample *r,
-			 const char *event, FILE *f)
+int report__add_timed(struct sampler *s, struct stream *stream, struct symbolizer *sym,
+		      const struct report_opts *o, struct profile *out)
 {
 	struct report_stats rs = {};
-	struct bpfs_count_key k;
+	const struct bpfs_rec_sample *r;
 	struct build_ctx *c;
-	char comm[BPFS_COMM_LEN + 1] = {};
-	size_t n = 0;
+	size_t nr;
+	int err = 0;
 
-	stream__sample_key(r, &k);
-	memcpy(comm, r->comm, BPFS_COMM_LEN);
-	c = build_ctx__new(s, stream, sym, o, NULL, &rs);
+	c = build_ctx__new(s, stream, sym, o, out, &rs);
 	if (!c)
 		return -ENOMEM;
-	c->fr[n++] = comm[0] ? comm : "[no comm]";
-	n = add_user(c, &k, n);
-	n = add_kernel(c, &k, n);
-	fprintf(f, "%llu.%09llu %u %u %u %llu %s ", (unsigned long long)r->time_ns / 1000000000,
-		(unsigned long long)r->time_ns % 1000000000, r->hdr.cpu, r->pid, r->tid,
-		(unsigned long long)r->period, event);
-	folded__put_frames(f, c->fr, n);
-	fputc('\n', f);
+	r = stream__samples(stream, &nr);
+	for (size_t i = 0; i < nr && !err; i++) {
+		struct pf_sample ps = { .pid = r[i].pid, .tid = r[i].tid, .cpu = r[i].hdr.cpu };
+		struct bpfs_count_key k;
+
+		if (o->event >= 0 && r[i].event != (uint32_t)o->event)
+			continue;
+		stream__sample_key(&r[i], &k);
+		ps.comm = comm_id(out, r[i].comm);
+		ps.stack = key_stack(c, &k);
+		/* time 0 would read as aggregated: the clock never shows it */
+		ps.time_ns = r[i].time_ns ? r[i].time_ns : 1;
+		ps.values[REPORT_VALUE_SAMPLES] = 1;
+		ps.values[REPORT_VALUE_PERIOD] = r[i].period;
+		err = profile__add_sample(out, &ps);
+	}
 	build_ctx__free(c);
-	return ferror(f) ? -EIO : 0;
+	return err;
 }
 
 static const char *const stat_names[BPFS_STAT_NR] = {

@@ -20,7 +20,6 @@
 struct symbolizer {
 	struct addrspace *as;
 	struct filecache *fc;
-	struct hashmap *strings; /* interned "module+0x..." names */
 	struct ksyms *ksyms;
 	bool ksyms_tried;
 	struct bpfprogs *bpf;
@@ -44,11 +43,6 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 		err = addrspace__new(sym->fc, &sym->as);
 	if (!err)
 		err = bpfprogs__new(&sym->bpf);
-	if (!err) {
-		sym->strings = hashmap__new(hashmap__hash_str, hashmap__equal_str);
-		if (!sym->strings)
-			err = -ENOMEM;
-	}
 	if (err) {
 		symbolizer__free(sym);
 		return err;
@@ -59,13 +53,8 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 
 void symbolizer__free(struct symbolizer *sym)
 {
-	const void *key;
-
 	if (!sym)
 		return;
-	for (size_t i = 0; sym->strings && hashmap__next(sym->strings, &i, &key, NULL);)
-		free((void *)key);
-	hashmap__free(sym->strings);
 	/* the address spaces point into the file cache: free them first */
 	addrspace__free(sym->as);
 	filecache__free(sym->fc);
@@ -100,27 +89,6 @@ void symbolizer__finish(struct symbolizer *sym)
 {
 	symbolizer__refresh(sym);
 	filecache__fetch_remote(sym->fc);
-}
-
-static const char *intern(struct symbolizer *sym, const char *s)
-{
-	char *copy = hashmap__find(sym->strings, s);
-
-	if (copy)
-		return copy;
-	copy = strdup(s);
-	if (!copy || hashmap__set(sym->strings, copy, copy, NULL)) {
-		free(copy);
-		return "[out of memory]";
-	}
-	return copy;
-}
-
-static const char *basename_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
 }
 
 /* The symbols of the file a hit is in: the file's, or the vDSO's. */
@@ -160,60 +128,70 @@ int symbolizer__normalize(struct symbolizer *sym, int pid, uint32_t gen, uint64_
 	return 0;
 }
 
-const char *symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t addr,
-			     bool ret_addr)
+void symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t addr,
+		      bool ret_addr, struct sym_frame *out)
 {
 	uint64_t look = ret_addr && addr ? addr - 1 : addr, off, vaddr;
 	const struct symtab *st;
 	struct as_hit hit;
 	const char *name;
-	char buf[512];
 
+	*out = (struct sym_frame){ .kind = SYM_UNMAPPED };
 	sym->user_frames++;
 	addrspace__find(sym->as, pid, gen, look, &hit);
+	if (hit.m) {
+		out->loc.map_start = hit.m->start;
+		out->loc.map_end = hit.m->end;
+	}
 	if ((!hit.m || !hit.m->path) && hit.jit && (name = perfmap__find(hit.jit, look))) {
 		sym->user_named++;
-		return name;
+		out->kind = SYM_JIT;
+		out->name = name;
+		return;
 	}
-	if (!hit.m) {
-		snprintf(buf, sizeof(buf), "[unmapped]+0x%" PRIx64, addr);
-		return intern(sym, buf);
-	}
+	if (!hit.m)
+		return;
 	if (!hit.m->path) {
-		snprintf(buf, sizeof(buf), "[anon]+0x%" PRIx64, addr);
-		return intern(sym, buf);
+		out->kind = SYM_ANON;
+		return;
 	}
+	out->kind = SYM_FILE;
 	st = hit_symtab(sym, &hit);
 	locate(st, &hit, look, &off, &vaddr);
-	name = st ? symtab__find(st, vaddr, NULL) : NULL;
-	if (name) {
+	out->loc.path = hit.m->path;
+	out->loc.build_id = hit.file ? hit.file->build_id : NULL;
+	out->loc.map_pgoff = hit.m->pgoff;
+	out->loc.has_symbols = st && symtab__nr_syms(st) > 0;
+	out->loc.file_offset = off + (addr - look);
+	out->loc.vaddr = vaddr + (addr - look);
+	out->elf_addr = out->loc.vaddr;
+	out->name = st ? symtab__find(st, vaddr, &out->sym_offset) : NULL;
+	if (out->name)
 		sym->user_named++;
-		return name;
-	}
-	/* Unnamed: module and the address addr2line -e wants (ELF vaddr of
-	 * the original address, not the -1 used for the lookup). */
-	snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, basename_of(hit.m->path),
-		 vaddr + (addr - look));
-	return intern(sym, buf);
 }
 
-const char *symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_addr)
+static void load_ksyms(struct symbolizer *sym)
+{
+	sym->ksyms_tried = true;
+	if (ksyms__load(NULL, &sym->ksyms))
+		p_warn("cannot read /proc/kallsyms: kernel frames show addresses only");
+	else if (ksyms__hidden(sym->ksyms))
+		p_warn("/proc/kallsyms hides addresses (kernel.kptr_restrict): run as root "
+		       "or set sysctl kernel.kptr_restrict=0 for kernel names");
+}
+
+void symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_addr,
+			struct sym_frame *out)
 {
 	uint64_t look = ret_addr && addr ? addr - 1 : addr;
 	const struct ksym *ks;
 	const char *name;
 	uint64_t start;
-	char buf[512];
 
+	*out = (struct sym_frame){ .kind = SYM_KERNEL };
 	sym->kernel_frames++;
-	if (!sym->ksyms_tried) {
-		sym->ksyms_tried = true;
-		if (ksyms__load(NULL, &sym->ksyms))
-			p_warn("cannot read /proc/kallsyms: kernel frames show addresses only");
-		else if (ksyms__hidden(sym->ksyms))
-			p_warn("/proc/kallsyms hides addresses (kernel.kptr_restrict): run as root "
-			       "or set sysctl kernel.kptr_restrict=0 for kernel names");
-	}
+	if (!sym->ksyms_tried)
+		load_ksyms(sym);
 	ks = sym->ksyms ? ksyms__find(sym->ksyms, look) : NULL;
 	/* BPF programs: kallsyms has them only while they are loaded, and
 	 * with no size. In a known program, kallsyms is right only at the
@@ -224,23 +202,18 @@ const char *symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_a
 			name = ks->name;
 		if (name) {
 			sym->kernel_named++;
-			snprintf(buf, sizeof(buf), "%s [bpf]", name);
-			return intern(sym, buf);
+			out->name = name;
+			out->module = "bpf";
+			out->sym_offset = look - start;
 		}
-		ks = NULL;
-	} else if (ks && ks->module && !strcmp(ks->module, "bpf") &&
-		   bpfprogs__usable(sym->bpf)) {
-		ks = NULL;
+		return;
 	}
-	if (!ks) {
-		snprintf(buf, sizeof(buf), "[kernel]+0x%" PRIx64, addr);
-		return intern(sym, buf);
-	}
+	if (!ks || (ks->module && !strcmp(ks->module, "bpf") && bpfprogs__usable(sym->bpf)))
+		return;
 	sym->kernel_named++;
-	if (!ks->module)
-		return ks->name;
-	snprintf(buf, sizeof(buf), "%s [%s]", ks->name, ks->module);
-	return intern(sym, buf);
+	out->name = ks->name;
+	out->module = ks->module;
+	out->sym_offset = look - ks->addr;
 }
 
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out)

@@ -5,6 +5,7 @@
 
 #include "log.h"
 #include "opts.h"
+#include "writer.h"
 #include "unit.h"
 
 #define ARGV(...) ((char *[]){ "bpfsampler", __VA_ARGS__, NULL })
@@ -21,7 +22,7 @@ static void test_defaults(void)
 	CHECK(o.duration == 0, "no duration: until Ctrl-C");
 	CHECK(o.max_depth == 1024, "default depth %u", o.max_depth);
 	CHECK(o.ring_size == 1U << 20 && o.mode == OPTS_MODE_DEFAULT &&
-		      o.format == OPTS_FORMAT_FOLDED,
+		      !strcmp(o.format->name, "folded"),
 	      "ring, mode, format defaults");
 	CHECK(!o.include_idle && !o.user_only && !o.kernel_only && !o.annotate, "flags off");
 	CHECK(o.output == NULL && o.command == NULL, "stdout, no command");
@@ -66,7 +67,7 @@ static void test_stream_options(void)
 	opts__free(&o);
 	CHECK(PARSE(&o, "--ring-size", "4M", "--format", "samples") == OPTS_RUN, "samples");
 	CHECK(o.ring_size == 4U << 20 && o.mode == OPTS_MODE_STREAM &&
-		      o.format == OPTS_FORMAT_SAMPLES,
+		      !strcmp(o.format->name, "samples"),
 	      "--format samples implies the stream");
 	opts__free(&o);
 }

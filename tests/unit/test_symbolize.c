@@ -67,9 +67,15 @@ static void *map_file(const char *path, void *addr, struct as_mapping *am, uint3
 	return p;
 }
 
+/* The symbol at addr, or the kind of place when none: "[unmapped]"... */
 static const char *name_at(struct symbolizer *sym, uint32_t gen, uintptr_t addr)
 {
-	return symbolizer__user(sym, getpid(), gen, addr, false);
+	struct sym_frame f;
+
+	symbolizer__user(sym, getpid(), gen, addr, false, &f);
+	if (f.name)
+		return f.name;
+	return f.kind == SYM_UNMAPPED ? "[unmapped]" : f.kind == SYM_ANON ? "[anon]" : "[no symbol]";
 }
 
 static void test_mappings_over_time(void)

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Output formats. Every writer reads the profile model (profile.h) and
+ * nothing else; they are listed in one table (src/output/writers.c), so a
+ * new format is one file and one line there.
+ */
+#ifndef BPFSAMPLER_WRITER_H
+#define BPFSAMPLER_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct profile;
+
+struct writer_opts {
+	bool annotate;	   /* folded: kernel frames get the _[k] suffix */
+	bool inverted;	   /* svg: an icicle graph (roots at the top) */
+	unsigned int top;  /* top: rows shown */
+	const char *title; /* svg: the title; NULL: a default */
+};
+
+struct writer {
+	const char *name;    /* --format NAME */
+	const char *help;    /* what it is, for --help */
+	bool binary;	     /* not for a terminal: needs -o */
+	bool timed;	     /* needs every sample with its time (stream) */
+	/* Writes p to f. Returns 0 or -errno (the cause kept: -ENOSPC...). */
+	int (*write)(const struct profile *p, const struct writer_opts *o, FILE *f);
+};
+
+/* The writer called name, or NULL. */
+const struct writer *writer__find(const char *name);
+/* The table, for --help: *nr entries. */
+const struct writer *writer__all(size_t *nr);
+
+/* Each format's write function (src/output/NAME.c). */
+int folded__write_profile(const struct profile *p, const struct writer_opts *o, FILE *f);
+int samples__write_profile(const struct profile *p, const struct writer_opts *o, FILE *f);
+
+#endif

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libiberty (Debian's libiberty-dev, static) rather than the C++ runtime's
+ * __cxa_demangle: the same C++ demangler as c++filt and gdb, plus Rust's
+ * legacy and v0 schemes, which __cxa_demangle does not know, and no C++
+ * runtime to link. DMGL_AUTO tries Rust first (legacy Rust names are also
+ * valid C++ names), then C++. Rust's legacy hash suffix (::h0123...) is left
+ * out, as rustfilt does, unless DMGL_VERBOSE.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <libiberty/demangle.h>
+
+#include "demangle.h"
+
+char *demangle(const char *raw)
+{
+	/* Itanium C++ and legacy Rust start with _Z, Rust v0 with _R; anything
+	 * else is not mangled and is not worth a parse. */
+	if (!raw || raw[0] != '_' || (raw[1] != 'Z' && raw[1] != 'R'))
+		return NULL;
+	return cplus_demangle(raw, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+}
