@@ -20,6 +20,10 @@ void *hashmap__find(const struct hashmap *m, const void *key);
 /* Adds or replaces; *old (may be NULL) gets the replaced value or NULL.
  * Returns 0 or -ENOMEM. */
 int hashmap__set(struct hashmap *m, const void *key, void *value, void **old);
+/* Removes key; *old_key and *old_value (may be NULL) get what was stored,
+ * for the caller to free. Returns whether it was there. Not while
+ * iterating: entries move; collect the keys first. */
+bool hashmap__delete(struct hashmap *m, const void *key, const void **old_key, void **old_value);
 size_t hashmap__size(const struct hashmap *m);
 /* Iteration: for (size_t i = 0; hashmap__next(m, &i, &k, &v);) */
 bool hashmap__next(const struct hashmap *m, size_t *pos, const void **key, void **value);

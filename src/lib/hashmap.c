@@ -105,6 +105,37 @@ int hashmap__set(struct hashmap *m, const void *key, void *value, void **old)
 	return 0;
 }
 
+/* Linear probing: the entries after a removed one that probed past it move
+ * back into the hole, so no tombstones are needed and lookups stay short. */
+bool hashmap__delete(struct hashmap *m, const void *key, const void **old_key, void **old_value)
+{
+	size_t mask = m->cap - 1, hole, i;
+	struct slot *s;
+
+	if (!m->size)
+		return false;
+	s = lookup(m, key, slot_hash(m, key));
+	if (!s->hash)
+		return false;
+	if (old_key)
+		*old_key = s->key;
+	if (old_value)
+		*old_value = s->value;
+	hole = s - m->slots;
+	for (i = (hole + 1) & mask; m->slots[i].hash; i = (i + 1) & mask) {
+		size_t home = m->slots[i].hash & mask;
+
+		/* the entry at i may fill the hole if its home is not in (hole, i] */
+		if (((i - home) & mask) >= ((i - hole) & mask)) {
+			m->slots[hole] = m->slots[i];
+			hole = i;
+		}
+	}
+	m->slots[hole].hash = 0;
+	m->size--;
+	return true;
+}
+
 size_t hashmap__size(const struct hashmap *m)
 {
 	return m->size;
