@@ -45,7 +45,11 @@ struct addrspace_stats {
 	uint64_t processes;	    /* processes whose mappings were read */
 	uint64_t mappings;	    /* executable mappings followed as made */
 	uint64_t mappings_unopened; /* of which the file could not be read */
+	uint64_t released;	    /* processes forgotten after they exited */
+	uint64_t live;		    /* processes known (after the last sweep) */
 };
+
+typedef void (*addrspace_gone_fn)(void *ctx, int pid);
 
 /* fc is used, not owned. */
 int addrspace__new(struct filecache *fc, struct addrspace **out);
@@ -69,6 +73,15 @@ void addrspace__refresh(struct addrspace *as);
  * NULL (hit->jit may still be set). */
 int addrspace__find(struct addrspace *as, int pid, uint32_t gen, uint64_t addr,
 		    struct as_hit *hit);
+/*
+ * Forgets the processes found exited by `grace` sweeps in a row (their
+ * mappings, perf map, and their hold on the files), calling gone (may be
+ * NULL) for each. Call between windows, after the window's frames were
+ * named: a process that exited in it is still named there. Returns how
+ * many went.
+ */
+size_t addrspace__sweep(struct addrspace *as, unsigned int grace, addrspace_gone_fn gone,
+			void *ctx);
 void addrspace__stats(const struct addrspace *as, struct addrspace_stats *out);
 
 #endif

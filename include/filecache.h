@@ -18,7 +18,8 @@ struct procmap;
 struct symtab;
 struct filecache;
 
-/* What is known of one mapped file; lives as long as the cache. */
+/* What is known of one mapped file; lives while a mapping holds it
+ * (filecache__open ... filecache__put), and a few sweeps more. */
 struct mapped_file {
 	const char *path;	 /* as first seen mapped */
 	const char *build_id;	 /* lowercase hex, or NULL when it has none */
@@ -32,6 +33,8 @@ struct filecache_stats {
 	uint64_t shared;       /* files whose build-ID's symbols were loaded */
 	uint64_t debug_files;  /* separate debug files used */
 	uint64_t symtab_bytes; /* memory of all symbol tables held */
+	uint64_t released;     /* files released (no mapping held them) */
+	uint64_t held;	       /* files held now (after the last sweep) */
 };
 
 /* dbg (may be NULL) is kept by reference. */
@@ -45,6 +48,12 @@ void filecache__free(struct filecache *fc);
  */
 const struct mapped_file *filecache__open(struct filecache *fc, int pid,
 					  const struct procmap *m);
+/* The mapping that opened f is forgotten (f may be NULL). */
+void filecache__put(struct filecache *fc, const struct mapped_file *f);
+/* Releases the files no mapping has held for `idle` sweeps, and the
+ * symbols of a build-ID no file uses any more: memory follows what is
+ * mapped now, not everything ever seen. Returns how many went. */
+size_t filecache__sweep(struct filecache *fc, unsigned int idle);
 /* Asks the debuginfod servers (DEBUGINFOD_URLS) for the debug files of the
  * stripped files that had none locally, once each: after sampling, since
  * an answer can take seconds. The mapped files' symbols change in place. */

@@ -3,6 +3,7 @@
 #ifndef BPFSAMPLER_LOG_H
 #define BPFSAMPLER_LOG_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 
 enum log_level {
@@ -18,8 +19,16 @@ enum log_level {
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 
+/* Messages go to path (appended) instead of stderr; called again, the file
+ * is reopened (log rotation: SIGHUP). Returns 0 or -errno. */
+int log_open(const char *path);
+void log_close(void);
+/* Each line starts with the UTC time (the agent's log). */
+void log_set_timestamps(bool on);
+
 /* Prints "bpfsampler: <msg>\n" on stderr ("warning: " prefix for LOG_WARN). */
 void log_msg(enum log_level level, const char *fmt, ...) __printf(2, 3);
+void log_vmsg(enum log_level level, const char *fmt, va_list ap) __printf(2, 0);
 
 #define p_err(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define p_warn(...) log_msg(LOG_WARN, __VA_ARGS__)

@@ -38,7 +38,34 @@ struct str_list {
 	size_t nr;
 };
 
+/* bpfsampler agent: continuous profiling in windows (src/agent/). */
+#define AGENT_DEFAULT_INTERVAL 15.0
+#define AGENT_DEFAULT_DIR "/var/lib/bpfsampler"
+#define AGENT_DEFAULT_RETAIN_AGE (7 * 86400.0)
+#define AGENT_DEFAULT_RETAIN_SIZE (1ULL << 30)
+#define AGENT_DEFAULT_FREQ 99
+#define AGENT_DEFAULT_MAX_SERIES 64
+
+struct agent_opts {
+	bool on;		   /* the agent subcommand */
+	double interval;	   /* --interval, seconds */
+	const char *output_dir;	   /* --output-dir */
+	double retain_age;	   /* --retain-age, seconds */
+	unsigned long long retain_size; /* --retain-size, bytes */
+	const char *push;	   /* --push URL */
+	const char *app_name;	   /* --app-name */
+	const char *token_file;	   /* --push-token-file */
+	const char *basic_auth_file; /* --push-basic-auth-file */
+	const char *tenant;	   /* --push-tenant */
+	const char *metrics_file;  /* --metrics-file */
+	const char *metrics_addr;  /* --metrics-addr */
+	const char *config;	   /* --config */
+	const char *log_file;	   /* --log-file */
+	unsigned int max_series;   /* --max-series */
+};
+
 struct opts {
+	struct agent_opts agent;
 	unsigned int freq;	 /* Hz */
 	double duration;	 /* seconds; 0: until Ctrl-C or the command exits */
 	struct int_list pids;	 /* -p */
@@ -78,8 +105,13 @@ enum opts_result {
 	OPTS_USAGE = -1, /* bad command line, message printed: exit 2 */
 };
 
-/* Parses argv into o (which it initializes). Messages go through log.h. */
+/* Parses argv into o (which it initializes). Messages go through log.h.
+ * argv[1] "agent" selects the agent and its options. */
 enum opts_result opts__parse(struct opts *o, int argc, char **argv);
+/* "15", "15s", "2m", "1h", "7d" -> seconds. Returns 0 or -EINVAL. */
+int opts__parse_seconds(const char *s, double *out);
+/* "1048576", "512K", "100M", "2G" -> bytes. Returns 0 or -EINVAL. */
+int opts__parse_bytes(const char *s, unsigned long long *out);
 /* Checks o against this machine: pids/tids exist, CPUs are online, the rate
  * is within kernel.perf_event_max_sample_rate. OPTS_RUN or OPTS_USAGE. */
 enum opts_result opts__check_system(const struct opts *o);

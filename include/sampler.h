@@ -89,6 +89,10 @@ int sampler__final_seqs(struct sampler *s, uint64_t *seqs, int nr);
 int sampler__nr_rings(const struct sampler *s);
 /* -ENOENT when id is not in the stacks map. */
 int sampler__read_stack(struct sampler *s, uint64_t id, struct bpfs_stack *out);
+/* Empties the stacks map while sampling (a window closed): BPF stores, and
+ * in stream mode sends, each segment again the next time it is seen, so
+ * the map never fills on a long run. */
+int sampler__clear_stacks(struct sampler *s, size_t *cleared);
 void sampler__free(struct sampler *s);
 
 #endif

@@ -49,6 +49,7 @@ struct stream_stats {
 	uint64_t completions;	/* completion records */
 	uint64_t completed;	/* pending samples they completed */
 	uint64_t never_completed; /* pending samples left at the end */
+	uint64_t segments_forgotten; /* stack segments dropped as windows closed */
 };
 
 /* The aggregation key of a sample record. */
@@ -64,6 +65,22 @@ int stream__close_cpu(struct stream *st, uint32_t cpu, uint64_t last_seq);
  * they have, marked unreadable. Call after the final drain. */
 int stream__finish(struct stream *st);
 int stream__for_each_count(struct stream *st, stream_count_fn cb, void *ctx);
+/*
+ * Windows (the agent). Samples taken at or after end_ns (CLOCK_MONOTONIC)
+ * are counted apart, in the next window's counts, so a window holds
+ * exactly the samples of its time span however late they are drained.
+ */
+int stream__set_window_end(struct stream *st, uint64_t end_ns);
+/*
+ * The open window was read (stream__for_each_count) and the BPF stacks
+ * map emptied: its counts go, the next window's become the ones read, and
+ * stack segments not seen for two windows are forgotten, so memory stays
+ * flat however many distinct stacks a long run sees.
+ */
+int stream__next_window(struct stream *st, uint64_t next_end_ns);
+/* A process exited: what the stream keeps of it goes. */
+void stream__forget_process(struct stream *st, uint32_t pid);
+size_t stream__nr_segments(const struct stream *st);
 void stream__stats(const struct stream *st, struct stream_stats *out);
 /* The kept samples, sorted by time (per CPU, seq order breaks ties). */
 const struct bpfs_rec_sample *stream__samples(struct stream *st, size_t *nr);

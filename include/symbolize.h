@@ -31,6 +31,10 @@ struct symbolizer_stats {
 	uint64_t symtab_bytes;	/* memory of the symbol tables held */
 	uint64_t mappings;	/* executable mappings followed as made */
 	uint64_t mappings_unopened; /* of which the file could not be read */
+	uint64_t procs_live;	/* processes known now */
+	uint64_t procs_released; /* forgotten after they exited */
+	uint64_t files_held;	/* files held now */
+	uint64_t files_released; /* released when no mapping held them */
 };
 
 struct symbolizer_opts {
@@ -105,6 +109,13 @@ void symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t ad
 		      bool ret_addr, struct sym_frame *out);
 void symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_addr,
 			struct sym_frame *out);
+/*
+ * Lifetimes, between windows of a long run: forgets processes that exited
+ * (gone is called for each, may be NULL), then files no live process maps
+ * any more and the symbols only they used. Memory then follows what runs
+ * now, not what ever ran.
+ */
+void symbolizer__sweep(struct symbolizer *sym, addrspace_gone_fn gone, void *ctx);
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out);
 
 #endif

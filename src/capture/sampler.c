@@ -15,6 +15,7 @@
 #include "opts.h"
 #include "perf_events.h"
 #include "sampler.h"
+#include "vec.h"
 #include "sampler.skel.h"
 
 _Static_assert(BPFS_MAX_DEPTH_OPT == BPFS_MAX_USER_DEPTH, "opts.h and the ABI disagree");
@@ -146,11 +147,20 @@ static int install_rings(struct sampler *s)
 	return 0;
 }
 
+/* libbpf speaks through our log: its warnings as warnings, the rest (the
+ * verifier log among it) only at -vv. */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	log_vmsg(level == LIBBPF_WARN ? LOG_WARN : LOG_DEBUG, fmt, ap);
+	return 0;
+}
+
 int sampler__new(const struct sampler_opts *o, struct sampler **out)
 {
 	struct sampler *s;
 	int err;
 
+	libbpf_set_print(libbpf_print);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -457,6 +467,35 @@ int sampler__nr_rings(const struct sampler *s)
 int sampler__read_stack(struct sampler *s, uint64_t id, struct bpfs_stack *out)
 {
 	return bpf_map__lookup_elem(s->skel->maps.stacks, &id, sizeof(id), out, sizeof(*out), 0);
+}
+
+int sampler__clear_stacks(struct sampler *s, size_t *cleared)
+{
+	int fd = bpf_map__fd(s->skel->maps.stacks), err = 0;
+	struct vec keys = VEC_INIT(__u64);
+	__u64 *k, *prev = NULL;
+
+	/* Keys first, then deletes: deleting while walking with
+	 * get_next_key restarts the walk. Segments stored meanwhile stay:
+	 * they came in this window, and the loader knows them. */
+	*cleared = 0;
+	for (;;) {
+		k = vec__push(&keys);
+		if (!k) {
+			err = -ENOMEM;
+			break;
+		}
+		prev = keys.nr > 1 ? vec__at(&keys, keys.nr - 2) : NULL;
+		if (bpf_map_get_next_key(fd, prev, k)) {
+			keys.nr--;
+			break;
+		}
+	}
+	for (size_t i = 0; i < keys.nr; i++)
+		if (!bpf_map_delete_elem(fd, vec__at(&keys, i)))
+			(*cleared)++;
+	vec__free(&keys);
+	return err;
 }
 
 void sampler__free(struct sampler *s)

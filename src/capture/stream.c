@@ -5,6 +5,7 @@
 
 #include "hashmap.h"
 #include "stream.h"
+#include "vec.h"
 
 /* Samples of one thread waiting for its completion record. */
 struct pending_list {
@@ -17,10 +18,20 @@ struct cpu_seq {
 	uint64_t last; /* 0: nothing seen yet */
 };
 
+/* A stack segment, with the window it last came in (windows: see
+ * stream__next_window). */
+struct segment {
+	struct bpfs_stack s;
+	uint64_t window;
+};
+
 struct stream {
 	struct stream_opts opts;
-	struct hashmap *segments; /* id -> struct bpfs_stack * */
+	struct hashmap *segments; /* id -> struct segment * */
 	struct hashmap *counts;	  /* struct bpfs_count_key * -> struct bpfs_count_val * */
+	struct hashmap *next_counts; /* the next window's (window_end set), or NULL */
+	uint64_t window_end;	  /* samples from then on count in the next window */
+	uint64_t window;	  /* windows closed so far */
 	struct hashmap *comms;	  /* pid -> last comm (char[16]) */
 	struct cpu_seq *cpus;
 	size_t nr_cpus;
@@ -38,6 +49,18 @@ static uint64_t hash_key(const void *k)
 static bool equal_key(const void *a, const void *b)
 {
 	return memcmp(a, b, sizeof(struct bpfs_count_key)) == 0;
+}
+
+static void free_counts(struct hashmap *counts)
+{
+	const void *key;
+	void *val;
+
+	for (size_t i = 0; counts && hashmap__next(counts, &i, &key, &val);) {
+		free((void *)key);
+		free(val);
+	}
+	hashmap__free(counts);
 }
 
 int stream__new(const struct stream_opts *o, struct stream **out)
@@ -62,21 +85,17 @@ int stream__new(const struct stream_opts *o, struct stream **out)
 
 void stream__free(struct stream *st)
 {
-	const void *key;
 	void *val;
 
 	if (!st)
 		return;
 	for (size_t i = 0; st->segments && hashmap__next(st->segments, &i, NULL, &val);)
 		free(val);
-	for (size_t i = 0; st->counts && hashmap__next(st->counts, &i, &key, &val);) {
-		free((void *)key);
-		free(val);
-	}
+	free_counts(st->counts);
+	free_counts(st->next_counts);
 	for (size_t i = 0; st->comms && hashmap__next(st->comms, &i, NULL, &val);)
 		free(val);
 	hashmap__free(st->segments);
-	hashmap__free(st->counts);
 	hashmap__free(st->comms);
 	for (size_t i = 0; st->pending && hashmap__next(st->pending, &i, NULL, &val);) {
 		free(((struct pending_list *)val)->v);
@@ -166,12 +185,18 @@ static int count(struct stream *st, const struct bpfs_rec_sample *r)
 	struct bpfs_count_val *v;
 	struct bpfs_count_key k, *nk;
 
+	struct hashmap *counts = st->counts;
+
+	/* A sample of a window already closed (a completion that came late)
+	 * counts in the open one: never lost, at most a window late. */
+	if (st->window_end && r->time_ns >= st->window_end)
+		counts = st->next_counts;
 	stream__sample_key(r, &k);
-	v = hashmap__find(st->counts, &k);
+	v = hashmap__find(counts, &k);
 	if (!v) {
 		nk = malloc(sizeof(*nk));
 		v = calloc(1, sizeof(*v));
-		if (!nk || !v || (*nk = k, hashmap__set(st->counts, nk, v, NULL))) {
+		if (!nk || !v || (*nk = k, hashmap__set(counts, nk, v, NULL))) {
 			free(nk);
 			free(v);
 			return -ENOMEM;
@@ -283,7 +308,7 @@ int stream__finish(struct stream *st)
 
 static int handle_stack(struct stream *st, const struct bpfs_rec_stack *r)
 {
-	struct bpfs_stack *known, *seg;
+	struct segment *known, *seg;
 
 	st->stats.stack_records++;
 	if (r->seg.nr > BPFS_SEG_FRAMES || !r->id) {
@@ -291,19 +316,27 @@ static int handle_stack(struct stream *st, const struct bpfs_rec_stack *r)
 		return 0;
 	}
 	known = hashmap__find(st->segments, (void *)(uintptr_t)r->id);
+	if (known && known->window < st->window) {
+		/* The BPF map was emptied since (a window closed): the id may
+		 * now stand for another segment, the newer one is right. */
+		known->s = r->seg;
+		known->window = st->window;
+		return 0;
+	}
 	if (known) {
 		/* The BPF side sends a segment once per insertion; seeing it
 		 * again is harmless if it is the same, and kept first if not. */
 		st->stats.duplicate_stacks++;
-		if (known->nr != r->seg.nr || known->parent != r->seg.parent ||
-		    memcmp(known->ips, r->seg.ips, known->nr * sizeof(known->ips[0])))
+		if (known->s.nr != r->seg.nr || known->s.parent != r->seg.parent ||
+		    memcmp(known->s.ips, r->seg.ips, known->s.nr * sizeof(known->s.ips[0])))
 			st->stats.conflicting_stacks++;
 		return 0;
 	}
 	seg = malloc(sizeof(*seg));
 	if (!seg)
 		return -ENOMEM;
-	*seg = r->seg;
+	seg->s = r->seg;
+	seg->window = st->window;
 	if (hashmap__set(st->segments, (void *)(uintptr_t)r->id, seg, NULL)) {
 		free(seg);
 		return -ENOMEM;
@@ -389,6 +422,69 @@ int stream__for_each_count(struct stream *st, stream_count_fn cb, void *ctx)
 	return 0;
 }
 
+int stream__set_window_end(struct stream *st, uint64_t end_ns)
+{
+	if (!st->next_counts) {
+		st->next_counts = hashmap__new(hash_key, equal_key);
+		if (!st->next_counts)
+			return -ENOMEM;
+	}
+	st->window_end = end_ns;
+	return 0;
+}
+
+/* Segments a sample of the open window can still need: those that came in
+ * it, and in the one before (found in the BPF map before it was emptied,
+ * so not sent again). */
+#define SEGMENT_WINDOWS 2
+
+int stream__next_window(struct stream *st, uint64_t next_end_ns)
+{
+	struct hashmap *fresh = hashmap__new(hash_key, equal_key);
+	struct vec old = VEC_INIT(uint64_t);
+	const void *key;
+	void *val;
+
+	if (!fresh)
+		return -ENOMEM;
+	free_counts(st->counts);
+	st->counts = st->next_counts;
+	st->next_counts = fresh;
+	st->window_end = next_end_ns;
+	st->window++;
+	for (size_t i = 0; hashmap__next(st->segments, &i, &key, &val);) {
+		uint64_t *id;
+
+		if (((struct segment *)val)->window + SEGMENT_WINDOWS > st->window)
+			continue;
+		id = vec__push(&old);
+		if (!id)
+			break; /* forgotten at the next window */
+		*id = (uintptr_t)key;
+	}
+	for (size_t i = 0; i < old.nr; i++) {
+		hashmap__delete(st->segments, (void *)(uintptr_t)*(uint64_t *)vec__at(&old, i),
+				NULL, &val);
+		free(val);
+	}
+	st->stats.segments_forgotten += old.nr;
+	vec__free(&old);
+	return 0;
+}
+
+void stream__forget_process(struct stream *st, uint32_t pid)
+{
+	void *comm;
+
+	if (hashmap__delete(st->comms, (void *)(uintptr_t)(pid + 1UL), NULL, &comm))
+		free(comm);
+}
+
+size_t stream__nr_segments(const struct stream *st)
+{
+	return hashmap__size(st->segments);
+}
+
 void stream__stats(const struct stream *st, struct stream_stats *out)
 {
 	*out = st->stats;
@@ -422,10 +518,11 @@ size_t stream__unwind(struct stream *st, uint64_t id, stream_fallback_fn fb, voi
 
 	*missing = false;
 	for (int s = 0; id && s < max_segments; s++) {
-		const struct bpfs_stack *seg = hashmap__find(st->segments, (void *)(uintptr_t)id);
+		const struct segment *known = hashmap__find(st->segments, (void *)(uintptr_t)id);
+		const struct bpfs_stack *seg = known ? &known->s : NULL;
 
 		if (!seg) {
-			struct bpfs_stack *copy;
+			struct segment *copy;
 
 			if (!fb || fb(fbctx, id, &tmp)) {
 				*missing = true;
@@ -434,9 +531,9 @@ size_t stream__unwind(struct stream *st, uint64_t id, stream_fallback_fn fb, voi
 			seg = &tmp;
 			/* cache it: many samples share a segment */
 			copy = malloc(sizeof(*copy));
-			if (copy && (*copy = tmp, !hashmap__set(st->segments, (void *)(uintptr_t)id,
-								 copy, NULL)))
-				seg = copy;
+			if (copy && (copy->s = tmp, copy->window = st->window,
+				     !hashmap__set(st->segments, (void *)(uintptr_t)id, copy, NULL)))
+				seg = &copy->s;
 			else
 				free(copy);
 		}

@@ -32,6 +32,23 @@ enum {
 	OPT_TOP,
 	OPT_INVERTED,
 	OPT_NO_DEMANGLE,
+	/* the agent's */
+	OPT_INTERVAL,
+	OPT_OUTPUT_DIR,
+	OPT_RETAIN_AGE,
+	OPT_RETAIN_SIZE,
+	OPT_PUSH,
+	OPT_APP_NAME,
+	OPT_PUSH_TOKEN_FILE,
+	OPT_PUSH_BASIC_AUTH_FILE,
+	OPT_PUSH_TENANT,
+	OPT_METRICS_FILE,
+	OPT_METRICS_ADDR,
+	OPT_CONFIG,
+	OPT_LOG_FILE,
+	OPT_MAX_SERIES,
+	OPT_AGENT_FIRST = OPT_INTERVAL,
+	OPT_AGENT_LAST = OPT_MAX_SERIES,
 };
 
 static const struct option long_opts[] = {
@@ -58,6 +75,20 @@ static const struct option long_opts[] = {
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "inverted", no_argument, NULL, OPT_INVERTED },
 	{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+	{ "retain-age", required_argument, NULL, OPT_RETAIN_AGE },
+	{ "retain-size", required_argument, NULL, OPT_RETAIN_SIZE },
+	{ "push", required_argument, NULL, OPT_PUSH },
+	{ "app-name", required_argument, NULL, OPT_APP_NAME },
+	{ "push-token-file", required_argument, NULL, OPT_PUSH_TOKEN_FILE },
+	{ "push-basic-auth-file", required_argument, NULL, OPT_PUSH_BASIC_AUTH_FILE },
+	{ "push-tenant", required_argument, NULL, OPT_PUSH_TENANT },
+	{ "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
+	{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
+	{ "max-series", required_argument, NULL, OPT_MAX_SERIES },
 	{ "debug-reader-delay", required_argument, NULL, OPT_READER_DELAY },
 	{ "interrupt-depth", required_argument, NULL, OPT_IRQ_DEPTH },
 	{ "no-completion", no_argument, NULL, OPT_NO_COMPLETION },
@@ -150,11 +181,36 @@ void opts__usage(FILE *f)
 "until it exits, and its exit status becomes bpfsampler's.\n"
 "Needs root, or CAP_BPF and CAP_PERFMON, and a kernel with BTF.\n"
 "\n"
+"bpfsampler agent [options]: profile continuously, one pprof per event and\n"
+"service every --interval, spooled to a directory and pushed to Pyroscope\n"
+"(docs/agent.md). Sampling options as above (default -F 99), and:\n"
+"      --interval TIME      window length, aligned to the clock: 15, 10s, 1m\n"
+"                           (default 15 s)\n"
+"      --output-dir DIR     where windows are written (default\n"
+"                           /var/lib/bpfsampler)\n"
+"      --retain-age TIME    drop windows older than this (default 7d)\n"
+"      --retain-size BYTES  keep the directory under this, oldest dropped\n"
+"                           first (K/M/G suffixes; default 1G)\n"
+"      --push URL           send each window to Pyroscope (URL/ingest)\n"
+"      --app-name NAME      Pyroscope application name (default bpfsampler)\n"
+"      --push-token-file F  bearer token for --push, read from F\n"
+"      --push-basic-auth-file F  user:password for --push, read from F\n"
+"      --push-tenant ID     X-Scope-OrgID header (multi-tenant Pyroscope)\n"
+"      --max-series N       distinct services per host, the rest go to\n"
+"                           'other' (default 64)\n"
+"      --metrics-file PATH  Prometheus text metrics, rewritten each window\n"
+"      --metrics-addr ADDR  serve metrics on ADDR, e.g. 127.0.0.1:9464\n"
+"      --config FILE        options from FILE, one 'name = value' per line;\n"
+"                           SIGHUP reads it again\n"
+"      --log-file FILE      log there, reopened on SIGHUP (default stderr)\n"
+"\n"
 "Examples:\n"
 "  bpfsampler -F 4000 -d 30 > cpu.folded      whole machine for 30 s\n"
 "  bpfsampler -d 30 | flamegraph.pl > cpu.svg  straight to a flame graph\n"
 "  bpfsampler -p 1234 -d 10 -o app.folded     one process\n"
-"  bpfsampler -- make -j2                     a command and its children\n",
+"  bpfsampler -- make -j2                     a command and its children\n"
+"  bpfsampler -d 10 --format pprof -o p.pb.gz  for go tool pprof\n"
+"  bpfsampler agent --push http://pyroscope:4040  the fleet agent\n",
 		OPTS_DEFAULT_FREQ, OPTS_MAX_FREQ, OPTS_DEFAULT_TOP, BPFS_MAX_DEPTH_OPT, BPFS_MAX_DEPTH_OPT,
 		OPTS_DEFAULT_MAP_ENTRIES, OPTS_DEFAULT_STACK_ENTRIES);
 }
@@ -407,6 +463,58 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 	case OPT_NO_DEMANGLE:
 		o->no_demangle = true;
 		break;
+	case OPT_INTERVAL:
+		if (opts__parse_seconds(arg, &o->agent.interval) || o->agent.interval < 1 ||
+		    o->agent.interval > 3600)
+			return bad("--interval", arg, "give 1 s to 1 h, e.g. 15, 10s or 1m");
+		break;
+	case OPT_RETAIN_AGE:
+		if (opts__parse_seconds(arg, &o->agent.retain_age) || o->agent.retain_age <= 0)
+			return bad("--retain-age", arg, "give a time, e.g. 3600, 12h or 7d");
+		break;
+	case OPT_RETAIN_SIZE:
+		if (opts__parse_bytes(arg, &o->agent.retain_size) || o->agent.retain_size < 4096)
+			return bad("--retain-size", arg, "give at least 4K, e.g. 500M or 2G");
+		break;
+	case OPT_MAX_SERIES:
+		if (parse_uint(arg, 100000, &v) || v == 0)
+			return bad("--max-series", arg, "give a number from 1 to 100000");
+		o->agent.max_series = v;
+		break;
+	case OPT_OUTPUT_DIR:
+		o->agent.output_dir = arg;
+		break;
+	case OPT_PUSH:
+		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
+			return bad("--push", arg, "give the Pyroscope URL, e.g. http://pyroscope:4040");
+		o->agent.push = arg;
+		break;
+	case OPT_APP_NAME:
+		if (!*arg || strpbrk(arg, "{}=, \"\n"))
+			return bad("--app-name", arg, "give a name without spaces, braces, '=' or ','");
+		o->agent.app_name = arg;
+		break;
+	case OPT_PUSH_TOKEN_FILE:
+		o->agent.token_file = arg;
+		break;
+	case OPT_PUSH_BASIC_AUTH_FILE:
+		o->agent.basic_auth_file = arg;
+		break;
+	case OPT_PUSH_TENANT:
+		o->agent.tenant = arg;
+		break;
+	case OPT_METRICS_FILE:
+		o->agent.metrics_file = arg;
+		break;
+	case OPT_METRICS_ADDR:
+		o->agent.metrics_addr = arg;
+		break;
+	case OPT_CONFIG:
+		o->agent.config = arg;
+		break;
+	case OPT_LOG_FILE:
+		o->agent.log_file = arg;
+		break;
 	case 'v':
 		o->verbose++;
 		break;
@@ -418,9 +526,78 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 	return OPTS_RUN;
 }
 
+int opts__parse_seconds(const char *s, double *out)
+{
+	static const struct { char unit; double mult; } units[] = {
+		{ 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 },
+	};
+	double v;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || !isfinite(v))
+		return -EINVAL;
+	if (*end) {
+		size_t i;
+
+		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (end[0] == units[i].unit && !end[1])
+				break;
+		if (i == sizeof(units) / sizeof(units[0]))
+			return -EINVAL;
+		v *= units[i].mult;
+	}
+	*out = v;
+	return 0;
+}
+
+int opts__parse_bytes(const char *s, unsigned long long *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case '\0':
+		break;
+	case 'K': case 'k':
+		shift = 10;
+		break;
+	case 'M': case 'm':
+		shift = 20;
+		break;
+	case 'G': case 'g':
+		shift = 30;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end && end[1])
+		return -EINVAL;
+	if (shift && v > (~0ULL >> shift))
+		return -EINVAL;
+	*out = v << shift;
+	return 0;
+}
+
 static void opts__init(struct opts *o)
 {
 	memset(o, 0, sizeof(*o));
+	o->agent.interval = AGENT_DEFAULT_INTERVAL;
+	o->agent.output_dir = AGENT_DEFAULT_DIR;
+	o->agent.retain_age = AGENT_DEFAULT_RETAIN_AGE;
+	o->agent.retain_size = AGENT_DEFAULT_RETAIN_SIZE;
+	o->agent.app_name = "bpfsampler";
+	o->agent.max_series = AGENT_DEFAULT_MAX_SERIES;
 	o->freq = OPTS_DEFAULT_FREQ;
 	o->format = writer__find("folded");
 	o->top = OPTS_DEFAULT_TOP;
@@ -448,7 +625,7 @@ static enum opts_result parse_events(struct opts *o)
 		p_err("%s", err);
 		return OPTS_USAGE;
 	}
-	if (o->events.nr > 1 && (!o->output || !strstr(o->output, "%e"))) {
+	if (o->events.nr > 1 && !o->agent.on && (!o->output || !strstr(o->output, "%e"))) {
 		p_err("%zu events give %zu profiles: name them with -o, e.g. -o prof-%%e.folded",
 		      o->events.nr, o->events.nr);
 		return OPTS_USAGE;
@@ -456,16 +633,60 @@ static enum opts_result parse_events(struct opts *o)
 	return OPTS_RUN;
 }
 
+/* What the agent cannot do, and what it always does. */
+static enum opts_result check_agent(struct opts *o)
+{
+	if (o->command) {
+		p_err("the agent profiles the machine (or -p), not a command: drop '-- %s'",
+		      o->command[0]);
+		return OPTS_USAGE;
+	}
+	if (o->output || strcmp(o->format->name, "folded")) {
+		p_err("the agent writes pprof windows to --output-dir: drop -o and --format");
+		return OPTS_USAGE;
+	}
+	if (o->mode == OPTS_MODE_AGGREGATE) {
+		p_err("the agent cuts windows by sample time and needs --mode stream (the "
+		      "default for the agent): drop --mode aggregate");
+		return OPTS_USAGE;
+	}
+	if (o->agent.token_file && o->agent.basic_auth_file) {
+		p_err("--push-token-file and --push-basic-auth-file exclude each other: give one");
+		return OPTS_USAGE;
+	}
+	if ((o->agent.token_file || o->agent.basic_auth_file || o->agent.tenant) &&
+	    !o->agent.push) {
+		p_err("push credentials without --push URL: add --push or drop them");
+		return OPTS_USAGE;
+	}
+	/* Windows are cut by the time of each sample, which only the stream
+	 * carries (docs/design.md, "The agent"). */
+	o->mode = OPTS_MODE_STREAM;
+	return OPTS_RUN;
+}
+
 enum opts_result opts__parse(struct opts *o, int argc, char **argv)
 {
 	bool help = false, version = false;
 	enum opts_result r;
-	int c;
+	int c, idx = 0;
 
 	opts__init(o);
+	if (argc > 1 && !strcmp(argv[1], "agent")) {
+		/* "agent" stands where the program name was */
+		o->agent.on = true;
+		o->freq = AGENT_DEFAULT_FREQ;
+		argc--;
+		argv++;
+	}
 	optind = 0; /* full re-initialization: parse may run more than once */
 	opterr = 1;
-	while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+		if (c >= OPT_AGENT_FIRST && c <= OPT_AGENT_LAST && !o->agent.on) {
+			p_err("--%s is an option of the agent: bpfsampler agent --%s ...",
+			      long_opts[idx].name, long_opts[idx].name);
+			return OPTS_USAGE;
+		}
 		if (c == 'h') {
 			help = true;
 			continue;
@@ -490,6 +711,8 @@ enum opts_result opts__parse(struct opts *o, int argc, char **argv)
 	}
 	if (optind < argc)
 		o->command = argv + optind;
+	if (o->agent.on && check_agent(o) != OPTS_RUN)
+		return OPTS_USAGE;
 	if (parse_events(o) != OPTS_RUN)
 		return OPTS_USAGE;
 	if (o->user_only && o->kernel_only) {

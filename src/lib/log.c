@@ -1,10 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 #include "log.h"
 
 static enum log_level cur_level = LOG_WARN;
+static FILE *log_file;	     /* NULL: stderr */
+static bool log_timestamps; /* a long-running agent's log wants them */
+
+int log_open(const char *path)
+{
+	FILE *f = fopen(path, "a");
+
+	if (!f)
+		return -errno;
+	setvbuf(f, NULL, _IOLBF, 0);
+	if (log_file)
+		fclose(log_file);
+	log_file = f;
+	return 0;
+}
+
+void log_close(void)
+{
+	if (log_file)
+		fclose(log_file);
+	log_file = NULL;
+}
+
+void log_set_timestamps(bool on)
+{
+	log_timestamps = on;
+}
 
 void log_set_level(enum log_level level)
 {
@@ -20,11 +50,27 @@ void log_msg(enum log_level level, const char *fmt, ...)
 {
 	va_list ap;
 
+	va_start(ap, fmt);
+	log_vmsg(level, fmt, ap);
+	va_end(ap);
+}
+
+void log_vmsg(enum log_level level, const char *fmt, va_list ap)
+{
+	FILE *out = log_file ? log_file : stderr;
+
 	if (level > cur_level)
 		return;
-	fputs(level == LOG_WARN ? "bpfsampler: warning: " : "bpfsampler: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
+	if (log_timestamps) {
+		char stamp[32];
+		time_t now = time(NULL);
+		struct tm tm;
+
+		strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ ", gmtime_r(&now, &tm));
+		fputs(stamp, out);
+	}
+	fputs(level == LOG_WARN ? "bpfsampler: warning: " : "bpfsampler: ", out);
+	vfprintf(out, fmt, ap);
+	if (!*fmt || fmt[strlen(fmt) - 1] != '\n') /* libbpf's end in one */
+		fputc('\n', out);
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "log.h"
 #include "perfmap.h"
 #include "procmaps.h"
+#include "vec.h"
 
 /* A process's executable mappings as read from /proc at one time. */
 struct snapshot {
@@ -54,6 +56,7 @@ struct proc {
 	uint64_t mm;		 /* address space last announced */
 	bool dirty;		 /* announced since the last read */
 	bool refreshed;		 /* maps re-read once after a miss */
+	unsigned int gone;	 /* sweeps that found it exited */
 	struct mapevent *events; /* followed mappings, sorted by gen */
 	size_t nr_events, cap_events;
 };
@@ -65,11 +68,13 @@ struct addrspace {
 	struct addrspace_stats stats;
 };
 
-static void free_snapshots(struct snapshot *s)
+static void free_snapshots(struct addrspace *as, struct snapshot *s)
 {
 	while (s) {
 		struct snapshot *older = s->older;
 
+		for (size_t i = 0; s->files && i < s->maps->nr; i++)
+			filecache__put(as->fc, s->files[i]);
 		procmaps__free(s->maps);
 		free(s->files);
 		free(s);
@@ -77,12 +82,14 @@ static void free_snapshots(struct snapshot *s)
 	}
 }
 
-static void free_proc(struct proc *p)
+static void free_proc(struct addrspace *as, struct proc *p)
 {
-	free_snapshots(p->snaps);
+	free_snapshots(as, p->snaps);
 	perfmap__free(p->jit);
-	for (size_t e = 0; e < p->nr_events; e++)
+	for (size_t e = 0; e < p->nr_events; e++) {
 		free(p->events[e].m.path);
+		filecache__put(as->fc, p->events[e].file);
+	}
 	free(p->events);
 	free(p);
 }
@@ -110,7 +117,7 @@ void addrspace__free(struct addrspace *as)
 	if (!as)
 		return;
 	for (size_t i = 0; hashmap__next(as->procs, &i, NULL, &val);)
-		free_proc(val);
+		free_proc(as, val);
 	hashmap__free(as->procs);
 	free(as);
 }
@@ -176,7 +183,7 @@ static void keep_snapshot(struct addrspace *as, struct proc *p, struct snapshot 
 	    !(as->tracking && unmapped_since(head->maps, s->maps))) {
 		s->older = head->older;
 		head->older = NULL;
-		free_snapshots(head);
+		free_snapshots(as, head);
 		p->snaps = s;
 		return;
 	}
@@ -184,7 +191,7 @@ static void keep_snapshot(struct addrspace *as, struct proc *p, struct snapshot 
 	p->snaps = s;
 	for (link = &p->snaps; *link && n < MAX_SNAPSHOTS; link = &(*link)->older)
 		n++;
-	free_snapshots(*link);
+	free_snapshots(as, *link);
 	*link = NULL;
 }
 
@@ -412,8 +419,10 @@ void addrspace__note_mapping(struct addrspace *as, int pid, const struct as_mapp
 		if (!ev.m.path)
 			ev.m.path = strdup("[unknown file]");
 	}
-	if (add_event(p, &ev))
+	if (add_event(p, &ev)) {
 		free(ev.m.path);
+		filecache__put(as->fc, ev.file);
+	}
 }
 
 /* The newest followed mapping of p made at or before gen that covers addr,
@@ -528,6 +537,49 @@ int addrspace__find(struct addrspace *as, int pid, uint32_t gen, uint64_t addr,
 	if (parent && find_own(parent, UINT32_MAX, addr, hit))
 		return 0;
 	return -ENOENT;
+}
+
+/* Exited: no process has the pid (a zombie still has it: kept until it is
+ * reaped). A pid reused since is announced anew, as an exec. */
+static bool exited(int pid)
+{
+	return kill(pid, 0) && errno == ESRCH;
+}
+
+size_t addrspace__sweep(struct addrspace *as, unsigned int grace, addrspace_gone_fn gone,
+			void *ctx)
+{
+	struct vec dead = VEC_INIT(int);
+	const void *key;
+	void *val;
+
+	for (size_t i = 0; hashmap__next(as->procs, &i, &key, &val);) {
+		struct proc *p = val;
+		int *pid;
+
+		if (!exited(p->pid)) {
+			p->gone = 0;
+			continue;
+		}
+		if (++p->gone < grace)
+			continue;
+		pid = vec__push(&dead);
+		if (pid)
+			*pid = p->pid;
+	}
+	for (size_t i = 0; i < dead.nr; i++) {
+		int pid = *(int *)vec__at(&dead, i);
+
+		if (!hashmap__delete(as->procs, (void *)(uintptr_t)pid, NULL, &val))
+			continue;
+		free_proc(as, val);
+		as->stats.released++;
+		if (gone)
+			gone(ctx, pid);
+	}
+	as->stats.live = hashmap__size(as->procs);
+	vec__free(&dead);
+	return dead.nr;
 }
 
 void addrspace__stats(const struct addrspace *as, struct addrspace_stats *out)

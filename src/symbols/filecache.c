@@ -33,12 +33,15 @@ struct file_rec {
 	struct file_rec *next;	 /* every record, for freeing: a record
 				  * replaced in `files` is still pointed to
 				  * by the mappings it was found for */
+	unsigned int refs;	 /* mappings that hold it (filecache__put) */
+	unsigned int idle;	 /* sweeps it has spent with no holder */
 };
 
 /* The symbols of one build-ID, shared by every file that has it. */
 struct id_syms {
 	char id[2 * 64 + 1]; /* the key */
 	struct symtab *st;
+	unsigned int refs; /* files that use st */
 };
 
 struct filecache {
@@ -155,6 +158,7 @@ static void read_file(struct filecache *fc, struct file_rec *r, const char *path
 	if (e) {
 		fc->stats.shared++;
 		r->pub.st = e->st;
+		e->refs++;
 		return;
 	}
 	st = load_symbols(fc, path, r->path, &stripped);
@@ -168,6 +172,7 @@ static void read_file(struct filecache *fc, struct file_rec *r, const char *path
 	if (e) {
 		memcpy(e->id, r->build_id, sizeof(e->id));
 		e->st = st;
+		e->refs = 1;
 	}
 	if (!e || hashmap__set(fc->by_id, e->id, e, NULL)) {
 		free(e);
@@ -187,8 +192,11 @@ const struct mapped_file *filecache__open(struct filecache *fc, int pid,
 	found = !find_file(pid, m, path, sizeof(path), &sb);
 	/* Gone, or the same file: what we know is all there is. */
 	if (r && (!found || (sb.st_mtim.tv_sec == r->mtime.tv_sec &&
-			     sb.st_mtim.tv_nsec == r->mtime.tv_nsec)))
+			     sb.st_mtim.tv_nsec == r->mtime.tv_nsec))) {
+		r->refs++;
+		r->idle = 0;
 		return &r->pub;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
@@ -198,6 +206,7 @@ const struct mapped_file *filecache__open(struct filecache *fc, int pid,
 		return NULL;
 	}
 	r->key = key;
+	r->refs = 1;
 	r->pub.path = r->path;
 	r->next = fc->all;
 	fc->all = r;
@@ -249,6 +258,58 @@ void filecache__fetch_remote(struct filecache *fc)
 		replace_symbols(fc, old, dbg);
 		symtab__free(old);
 	}
+}
+
+void filecache__put(struct filecache *fc, const struct mapped_file *f)
+{
+	struct file_rec *r = (struct file_rec *)f; /* pub is the first member */
+
+	if (r && r->refs)
+		r->refs--;
+}
+
+/* The symbols r had, given back: its own, or one use of its build-ID's. */
+static void release_symbols(struct filecache *fc, struct file_rec *r)
+{
+	struct id_syms *e;
+
+	if (r->owned) {
+		fc->stats.symtab_bytes -= symtab__mem_bytes(r->owned);
+		symtab__free(r->owned);
+		return;
+	}
+	e = r->pub.st && r->pub.build_id ? hashmap__find(fc->by_id, r->build_id) : NULL;
+	if (!e || e->st != r->pub.st || --e->refs)
+		return;
+	hashmap__delete(fc->by_id, e->id, NULL, NULL);
+	fc->stats.symtab_bytes -= symtab__mem_bytes(e->st);
+	symtab__free(e->st);
+	free(e);
+}
+
+size_t filecache__sweep(struct filecache *fc, unsigned int idle)
+{
+	struct file_rec **link = &fc->all, *r;
+	size_t released = 0;
+
+	while ((r = *link)) {
+		if (r->refs || ++r->idle < idle) {
+			link = &r->next;
+			continue;
+		}
+		*link = r->next;
+		if (hashmap__find(fc->files, &r->key) == r)
+			hashmap__delete(fc->files, &r->key, NULL, NULL);
+		release_symbols(fc, r);
+		free(r->path);
+		free(r);
+		fc->stats.released++;
+		released++;
+	}
+	fc->stats.held = 0;
+	for (r = fc->all; r; r = r->next)
+		fc->stats.held++;
+	return released;
 }
 
 const struct symtab *filecache__vdso(struct filecache *fc)

@@ -216,6 +216,19 @@ void symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_addr,
 	out->sym_offset = look - ks->addr;
 }
 
+/* Sweeps an exited process must survive before it is forgotten: its last
+ * samples may still be in a completion, or in the next window. */
+#define PROC_GRACE_SWEEPS 2
+/* Sweeps a file no mapping holds is kept: a short-lived process that maps
+ * it again soon (a shell loop) finds it parsed. */
+#define FILE_IDLE_SWEEPS 2
+
+void symbolizer__sweep(struct symbolizer *sym, addrspace_gone_fn gone, void *ctx)
+{
+	addrspace__sweep(sym->as, PROC_GRACE_SWEEPS, gone, ctx);
+	filecache__sweep(sym->fc, FILE_IDLE_SWEEPS);
+}
+
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out)
 {
 	struct filecache_stats fs;
@@ -237,5 +250,9 @@ void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ou
 		.symtab_bytes = fs.symtab_bytes,
 		.mappings = as.mappings,
 		.mappings_unopened = as.mappings_unopened,
+		.procs_live = as.live,
+		.procs_released = as.released,
+		.files_held = fs.held,
+		.files_released = fs.released,
 	};
 }

@@ -7,6 +7,8 @@
  * library (same build-ID, parsed once) rewritten in place (read again).
  */
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -68,6 +70,16 @@ static void *map_file(const char *path, void *addr, struct as_mapping *am, uint3
 }
 
 /* The symbol at addr, or the kind of place when none: "[unmapped]"... */
+static const char *name_at_pid(struct symbolizer *sym, int pid, uintptr_t addr)
+{
+	struct sym_frame f;
+
+	symbolizer__user(sym, pid, 0, addr, false, &f);
+	if (f.name)
+		return f.name;
+	return f.kind == SYM_UNMAPPED ? "[unmapped]" : f.kind == SYM_ANON ? "[anon]" : "[no symbol]";
+}
+
 static const char *name_at(struct symbolizer *sym, uint32_t gen, uintptr_t addr)
 {
 	struct sym_frame f;
@@ -241,11 +253,69 @@ static void test_replaced_file(void)
 	filecache__free(fc);
 }
 
+static void on_gone(void *ctx, int pid)
+{
+	*(int *)ctx = pid;
+}
+
+/* An agent runs for months: a process that exits is forgotten after the
+ * grace sweeps, and a file only it mapped is released with its symbols. */
+static void test_lifetimes(void)
+{
+	struct symbolizer_stats ys;
+	struct symbolizer *sym;
+	struct as_mapping am;
+	int pipefd[2], gone = 0;
+	uintptr_t fn;
+	pid_t child;
+
+	CHECK(!symbolizer__new(NULL, &sym) && !pipe(pipefd), "new");
+	child = fork();
+	if (!child) {
+		map_file(FX("fx_swap_b.so"), NULL, &am, 0);
+		if (write(pipefd[1], &am.start, sizeof(am.start)) < 0)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	CHECK(read(pipefd[0], &fn, sizeof(fn)) == sizeof(fn), "child mapped");
+	fn += FN_OFF;
+	symbolizer__note_process(sym, child, 0, 1, "child");
+	CHECK(!strcmp(name_at_pid(sym, child, fn), "fx_swap_b"), "named while alive: %s",
+	      name_at_pid(sym, child, fn));
+	symbolizer__sweep(sym, on_gone, &gone);
+	symbolizer__stats(sym, &ys);
+	CHECK(ys.procs_live == 1 && !ys.procs_released && !gone, "alive: kept");
+
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	symbolizer__sweep(sym, on_gone, &gone);
+	symbolizer__stats(sym, &ys);
+	CHECK(ys.procs_live == 1 && !gone, "exited: kept for one sweep (its last samples)");
+	CHECK(!strcmp(name_at_pid(sym, child, fn), "fx_swap_b"), "named after exit");
+	symbolizer__sweep(sym, on_gone, &gone);
+	symbolizer__stats(sym, &ys);
+	CHECK(ys.procs_live == 0 && ys.procs_released == 1 && gone == child,
+	      "forgotten: live %llu released %llu gone %d", (unsigned long long)ys.procs_live,
+	      (unsigned long long)ys.procs_released, gone);
+	CHECK(ys.files_released == 0, "a file is kept idle for a while");
+	symbolizer__sweep(sym, NULL, NULL);
+	symbolizer__stats(sym, &ys);
+	CHECK(ys.files_released >= 1 && ys.files_held == 0 && ys.symtab_bytes == 0,
+	      "files released %llu, held %llu, symbol bytes %llu",
+	      (unsigned long long)ys.files_released, (unsigned long long)ys.files_held,
+	      (unsigned long long)ys.symtab_bytes);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	symbolizer__free(sym);
+}
+
 int main(void)
 {
 	RUN(test_fixture_layout);
 	RUN(test_mappings_over_time);
 	RUN(test_file_cache);
 	RUN(test_replaced_file);
+	RUN(test_lifetimes);
 	UNIT_EXIT();
 }
