@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "events.h"
+#include "int_list.h"
 
 struct writer;
 
@@ -26,11 +27,6 @@ enum opts_mode {
 	OPTS_MODE_DEFAULT = 0, /* chosen from measurements: see opts.c */
 	OPTS_MODE_AGGREGATE,
 	OPTS_MODE_STREAM,
-};
-
-struct int_list {
-	int *v;
-	size_t nr;
 };
 
 struct str_list {
@@ -116,6 +112,10 @@ int opts__parse_bytes(const char *s, unsigned long long *out);
  * is within kernel.perf_event_max_sample_rate. OPTS_RUN or OPTS_USAGE. */
 enum opts_result opts__check_system(const struct opts *o);
 void opts__free(struct opts *o);
+/* What the options ask of the sampler (capture's own config): the CLI and
+ * the agent alike. on_record and ctx are left for the caller. */
+struct sampler_opts;
+void opts__sampler_opts(const struct opts *o, struct sampler_opts *so);
 void opts__usage(FILE *f);
 
 /* "1,3,5-7" -> list; exported for tests. Returns 0 or -EINVAL. */

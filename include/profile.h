@@ -125,6 +125,13 @@ uint32_t profile__add_stack(struct profile *p, const uint32_t *locs, size_t nr);
  * pid and tid are summed; timed samples are kept one by one, in order. */
 int profile__add_sample(struct profile *p, const struct pf_sample *s);
 
+/* Copying between profiles (a window split per service): s of src, with
+ * its stack, into dst; metadata and sample types of src into dst. */
+#define PF_COPY_MAX_FRAMES 2048
+int profile__copy_sample(struct profile *dst, const struct profile *src,
+			 const struct pf_sample *s);
+int profile__copy_meta(struct profile *dst, const struct profile *src);
+
 /* Reading: ids run from 1 to nr. */
 size_t profile__nr_mappings(const struct profile *p);
 const struct pf_mapping *profile__mapping(const struct profile *p, uint32_t id);

@@ -10,7 +10,7 @@
 #include "events.h"
 #include "features.h"
 #include "log.h"
-#include "opts.h"
+#include "int_list.h"
 #include "perf_events.h"
 
 struct perf_events {

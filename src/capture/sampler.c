@@ -12,13 +12,12 @@
 #include "events.h"
 #include "features.h"
 #include "log.h"
-#include "opts.h"
+#include "int_list.h"
 #include "perf_events.h"
 #include "sampler.h"
 #include "vec.h"
 #include "sampler.skel.h"
 
-_Static_assert(BPFS_MAX_DEPTH_OPT == BPFS_MAX_USER_DEPTH, "opts.h and the ABI disagree");
 
 /* Threads that can wait for a completion at once (LRU: ~10 KiB each). */
 #define COMPLETION_ENTRIES 256

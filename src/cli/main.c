@@ -76,42 +76,6 @@ static int on_record(void *ctx, const void *data, size_t size)
 	return err;
 }
 
-/* Measured (docs/design.md, "Two modes"): aggregation costs the profiled
- * system and the loader less at the same rate; the stream carries time. */
-static enum bpfs_mode pick_mode(const struct opts *o)
-{
-	return o->mode == OPTS_MODE_STREAM ? BPFS_MODE_STREAM : BPFS_MODE_AGGREGATE;
-}
-
-static void fill_sampler_opts(const struct opts *o, struct stream *stream,
-			      struct sampler_opts *so)
-{
-	*so = (struct sampler_opts){
-		.mode = pick_mode(o),
-		.events = &o->events,
-		.cpus = &o->cpus,
-		.filter_mode = o->pids.nr	? BPFS_FILTER_TGID
-			       : o->tids.nr	? BPFS_FILTER_TID
-			       : o->command	? BPFS_FILTER_TGID
-						: BPFS_FILTER_NONE,
-		.filter_ids = o->pids.nr ? &o->pids : &o->tids,
-		.follow_children = o->command != NULL,
-		.include_idle = o->include_idle,
-		.user_stacks = !o->kernel_only,
-		.kernel_stacks = !o->user_only,
-		.max_depth = o->max_depth,
-		.irq_depth = o->irq_depth,
-		.completion = !o->no_completion,
-		.follow_mappings = !o->no_follow_mappings,
-		.map_entries = o->map_entries,
-		.stack_entries = o->stack_entries,
-		.stack_id_bits = o->stack_id_bits,
-		.ring_size = o->ring_size,
-		.on_record = on_record,
-		.ctx = stream,
-	};
-}
-
 /* Polls until the duration ends, a signal arrives or the command exits. */
 static void sample_loop(struct sampler *s, const struct opts *o, struct command *cmd,
 			struct symbolizer *sym)
@@ -364,7 +328,9 @@ static int run_setup(struct run *r)
 		err = command__spawn(o->command, &r->cmd);
 	if (err)
 		return err;
-	fill_sampler_opts(o, r->stream, &so);
+	opts__sampler_opts(o, &so);
+	so.on_record = on_record;
+	so.ctx = r->stream;
 	err = sampler__new(&so, &r->s);
 	/* the command is selected from its exec on: until then it is our
 	 * own forked child */

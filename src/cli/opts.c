@@ -12,6 +12,7 @@
 #include "features.h"
 #include "log.h"
 #include "opts.h"
+#include "sampler.h"
 #include "writer.h"
 
 enum {
@@ -790,4 +791,39 @@ void opts__free(struct opts *o)
 	free(o->debug_dirs.v);
 	free(o->event_specs.v);
 	memset(o, 0, sizeof(*o));
+}
+
+_Static_assert(BPFS_MAX_DEPTH_OPT == BPFS_MAX_USER_DEPTH, "opts.h and the ABI disagree");
+
+/* Measured (docs/design.md, "Two modes"): aggregation costs the profiled
+ * system and the loader less at the same rate; the stream carries time. */
+static enum bpfs_mode pick_mode(const struct opts *o)
+{
+	return o->mode == OPTS_MODE_STREAM ? BPFS_MODE_STREAM : BPFS_MODE_AGGREGATE;
+}
+
+void opts__sampler_opts(const struct opts *o, struct sampler_opts *so)
+{
+	*so = (struct sampler_opts){
+		.mode = pick_mode(o),
+		.events = &o->events,
+		.cpus = &o->cpus,
+		.filter_mode = o->pids.nr	? BPFS_FILTER_TGID
+			       : o->tids.nr	? BPFS_FILTER_TID
+			       : o->command	? BPFS_FILTER_TGID
+						: BPFS_FILTER_NONE,
+		.filter_ids = o->pids.nr ? &o->pids : &o->tids,
+		.follow_children = o->command != NULL,
+		.include_idle = o->include_idle,
+		.user_stacks = !o->kernel_only,
+		.kernel_stacks = !o->user_only,
+		.max_depth = o->max_depth,
+		.irq_depth = o->irq_depth,
+		.completion = !o->no_completion,
+		.follow_mappings = !o->no_follow_mappings,
+		.map_entries = o->map_entries,
+		.stack_entries = o->stack_entries,
+		.stack_id_bits = o->stack_id_bits,
+		.ring_size = o->ring_size,
+	};
 }

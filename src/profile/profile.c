@@ -523,3 +523,69 @@ int64_t profile__total(const struct profile *p)
 		total += profile__value(p, vec__at(&p->samples, i));
 	return total;
 }
+
+static uint32_t copy_string(struct profile *dst, const struct profile *src, uint32_t id)
+{
+	return id ? profile__intern(dst, profile__str(src, id)) : 0;
+}
+
+static uint32_t copy_location(struct profile *dst, const struct profile *src, uint32_t id)
+{
+	const struct pf_location *l = profile__location(src, id);
+	const struct pf_mapping *m = profile__mapping(src, l->mapping);
+	const struct pf_function *f = profile__function(src, l->function);
+	struct pf_location nl = *l;
+
+	if (m) {
+		struct pf_mapping nm = *m;
+
+		nm.file = copy_string(dst, src, m->file);
+		nm.build_id = copy_string(dst, src, m->build_id);
+		nl.mapping = profile__add_mapping(dst, &nm);
+	}
+	if (f) {
+		/* a function is added by its raw name: demangled again, once */
+		nl.function = profile__add_function(dst, profile__str(src, f->system_name),
+						    f->filename ? profile__str(src, f->filename)
+								: NULL);
+	}
+	return profile__add_location(dst, &nl);
+}
+
+int profile__copy_sample(struct profile *dst, const struct profile *src,
+			 const struct pf_sample *s)
+{
+	uint32_t locs[PF_COPY_MAX_FRAMES];
+	size_t nr;
+	const uint32_t *src_locs = profile__stack(src, s->stack, &nr);
+	struct pf_sample ns = *s;
+
+	if (nr > PF_COPY_MAX_FRAMES)
+		nr = PF_COPY_MAX_FRAMES;
+	for (size_t i = 0; i < nr; i++)
+		locs[i] = copy_location(dst, src, src_locs[i]);
+	ns.stack = profile__add_stack(dst, locs, nr);
+	ns.comm = copy_string(dst, src, s->comm);
+	ns.lost_reason = copy_string(dst, src, s->lost_reason);
+	return profile__err(dst) ? profile__err(dst) : profile__add_sample(dst, &ns);
+}
+
+int profile__copy_meta(struct profile *dst, const struct profile *src)
+{
+	const struct pf_meta *m = &src->meta;
+	struct pf_meta *d = &dst->meta;
+
+	for (size_t i = 0; i < m->nr_types; i++) {
+		d->types[i].type = copy_string(dst, src, m->types[i].type);
+		d->types[i].unit = copy_string(dst, src, m->types[i].unit);
+	}
+	d->nr_types = m->nr_types;
+	d->default_type = m->default_type;
+	d->period_type.type = copy_string(dst, src, m->period_type.type);
+	d->period_type.unit = copy_string(dst, src, m->period_type.unit);
+	d->period = m->period;
+	d->time_ns = m->time_ns;
+	d->duration_ns = m->duration_ns;
+	d->event = copy_string(dst, src, m->event);
+	return dst->err;
+}

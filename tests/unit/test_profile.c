@@ -163,9 +163,38 @@ static void test_samples_merge_and_folded(void)
 	profile__free(fx.p);
 }
 
+/* A window split per service: the copy writes the same folded text. */
+static void test_copy(void)
+{
+	struct fixture fx;
+	struct profile *dst;
+	uint32_t st[2];
+	char *a, *b;
+
+	build(&fx, true);
+	st[0] = fx.work_loc, st[1] = fx.main_loc;
+	CHECK(!profile__add_sample(fx.p, &(struct pf_sample){ .stack = profile__add_stack(fx.p, st, 2),
+		.comm = profile__intern(fx.p, "app"), .pid = 5, .tid = 5, .values = { 3, 30 } }),
+	      "add");
+	CHECK(!profile__new(&(struct profile_opts){ .demangle = true }, &dst), "new");
+	CHECK(!profile__copy_meta(dst, fx.p), "meta");
+	for (size_t i = 0; i < profile__nr_samples(fx.p); i++)
+		CHECK(!profile__copy_sample(dst, fx.p, profile__sample(fx.p, i)), "copy");
+	a = write_with(fx.p, "folded", false);
+	b = write_with(dst, "folded", false);
+	CHECK(a && b && !strcmp(a, b), "same folded:\n%s\nvs\n%s", a, b);
+	CHECK(profile__nr_mappings(dst) == 1, "only the mappings used: %zu", profile__nr_mappings(dst));
+	CHECK(profile__meta_c(dst)->nr_types == 2, "types");
+	free(a);
+	free(b);
+	profile__free(dst);
+	profile__free(fx.p);
+}
+
 int main(void)
 {
 	RUN(test_dedup_and_names);
 	RUN(test_samples_merge_and_folded);
+	RUN(test_copy);
 	UNIT_EXIT();
 }
