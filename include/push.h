@@ -28,9 +28,10 @@ struct push_opts {
 
 enum push_status {
 	PUSH_DELIVERED = 0, /* 2xx */
-	PUSH_RETRY,	    /* no answer, timeout, 5xx, 429, 408, or an answer that
-			     * says our configuration is wrong (3xx, 401, 403,
-			     * 404, 407): not the window's fault */
+	PUSH_RETRY,	    /* no answer, timeout, 5xx, 429, 408 (the series
+			     * pauses), or an answer that says our configuration
+			     * is wrong: 3xx, 401, 403, 404, 407 (every series
+			     * pauses): not the window's fault */
 	PUSH_REJECTED,	    /* other 4xx: this window will never be accepted */
 };
 
@@ -38,8 +39,8 @@ struct push_result {
 	enum push_status status;
 	long http_status;     /* 0: no answer */
 	double retry_after_s; /* the server's Retry-After, 0: none */
-	int all_series;	      /* the failure is the server's or ours, not the
-			       * series': pause every series */
+	int all_series;	      /* no answer or our configuration is wrong: no
+			       * series can get through, pause them all */
 	char msg[256];	      /* curl's error or the answer's first 200 bytes */
 };
 

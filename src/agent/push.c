@@ -56,7 +56,9 @@ struct pusher {
 	CURL *curl;		  /* owns: one handle, so connections are reused */
 	struct curl_slist *hdrs;  /* owns: built from the secrets */
 	struct hashmap *series;	  /* series name -> struct series_state */
-	double resume_all_at;	  /* the server is down: every series waits */
+	/* No answer, or one that says our configuration is wrong: every
+	 * series waits on this one, with its own growing backoff. */
+	struct series_state server;
 	uint64_t rng;
 	char answer[ANSWER_KEEP + 1];
 	size_t answer_len;
@@ -358,9 +360,10 @@ static enum push_status classify(long code, struct push_result *r)
 {
 	if (code >= 200 && code < 300)
 		return PUSH_DELIVERED;
-	/* The server or the path to it: it will pass. */
+	/* The server answered, so it is reachable; an overloaded ingester
+	 * or a rate limit may hold one series and not others. */
 	if (code >= 500 || code == 429 || code == 408)
-		return r->all_series = code != 429, PUSH_RETRY;
+		return PUSH_RETRY;
 	/* Redirects, bad credentials, wrong URL: our configuration, the same
 	 * for every window. Rejecting would move the whole backlog aside
 	 * while the operator fixes a token; waiting keeps it. */
@@ -503,12 +506,13 @@ static void log_retry(struct pusher *p, const struct spool_entry *e, const struc
 	enum log_level lvl = ss->failures == 1 ? LOG_WARN : LOG_INFO;
 
 	if (r->http_status)
-		log_msg(lvl, "push %s: window %s answered HTTP %ld (%s); series paused %.1f s, "
-			"%u failures in a row%s", p->url, e->name, r->http_status, r->msg, delay,
-			ss->failures, r->http_status == 401 || r->http_status == 403 ?
+		log_msg(lvl, "push %s: window %s answered HTTP %ld (%s); %s paused %.2f s, "
+			"%u failures in a row%s", p->url, e->name, r->http_status, r->msg,
+			ss == &p->server ? "every series" : "its series", delay, ss->failures,
+			r->http_status == 401 || r->http_status == 403 ?
 			"; check --push-token-file / --push-basic-auth-file" : "");
 	else
-		log_msg(lvl, "push %s: window %s not sent: %s; retrying in %.1f s, %u failures "
+		log_msg(lvl, "push %s: window %s not sent: %s; retrying in %.2f s, %u failures "
 			"in a row; windows stay in the spool meanwhile", p->url, e->name, r->msg,
 			delay, ss->failures);
 }
@@ -524,6 +528,7 @@ struct group {
 static int drain_one(struct pusher *p, struct spool *sp, struct group *g,
 		     const struct spool_entry *e, double deadline)
 {
+	struct series_state *ss;
 	struct push_result r;
 	double now = now_mono(), delay;
 	void *data = NULL;
@@ -540,11 +545,14 @@ static int drain_one(struct pusher *p, struct spool *sp, struct group *g,
 	now = now_mono();
 	switch (r.status) {
 	case PUSH_DELIVERED:
-		if (g->ss->failures)
+		if (p->server.failures)
+			p_info("push %s: delivering again after %u failures", p->url,
+			       p->server.failures);
+		else if (g->ss->failures)
 			p_info("push %s: series %s delivered again after %u failures", p->url,
 			       e->w.series, g->ss->failures);
-		g->ss->failures = 0;
-		g->ss->backoff = 0;
+		p->server.failures = g->ss->failures = 0;
+		p->server.backoff = g->ss->backoff = 0;
 		g->next++;
 		/* At once: if this fails the window is pushed again later. */
 		spool__mark(sp, e->name, SPOOL_SENT);
@@ -559,14 +567,11 @@ static int drain_one(struct pusher *p, struct spool *sp, struct group *g,
 	case PUSH_RETRY:
 		break;
 	}
-	delay = pause_series(p, g->ss, &r, now);
-	log_retry(p, e, &r, g->ss, delay);
+	ss = r.all_series ? &p->server : g->ss;
+	delay = pause_series(p, ss, &r, now);
+	log_retry(p, e, &r, ss, delay);
 	g->stopped = true;
-	if (r.all_series) {
-		p->resume_all_at = g->ss->resume_at;
-		return -1;
-	}
-	return 0;
+	return r.all_series ? -1 : 0;
 }
 
 int pusher__drain(struct pusher *p, struct spool *sp, double budget_s)
@@ -577,7 +582,7 @@ int pusher__drain(struct pusher *p, struct spool *sp, double budget_s)
 	int delivered = 0, err = 0;
 	bool progress = true;
 
-	if (now_mono() < p->resume_all_at)
+	if (now_mono() < p->server.resume_at)
 		return 0;
 	err = spool__list(sp, SPOOL_PENDING, &pend);
 	if (err)
