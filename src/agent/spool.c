@@ -631,8 +631,13 @@ int spool__write(struct spool *sp, const struct spool_window *w, const void *dat
 	}
 	win->bytes = len + strlen(text);
 	err = index_win(sp, win);
-	if (err)
-		goto cleanup; /* on disk; indexed at the next open */
+	if (err) {
+		p_err("spool %s: out of memory indexing %s; it is on disk and is pushed after "
+		      "the next start", sp->dir, name);
+		win_free(win);
+		free(text);
+		return err;
+	}
 	win = NULL;
 	sp->st.written++;
 	sp->st.written_bytes += len;
