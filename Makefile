@@ -36,7 +36,10 @@ DEPFLAGS = -MMD -MP
 # libdebuginfod (elfutils' debuginfod client) is dlopen'ed when DEBUGINFOD_URLS
 # is set (src/symbols/debuginfo.c): only its header is needed to build.
 # libiberty (static, Debian's libiberty-dev): the GNU demangler for C++ and Rust.
-LDLIBS += $(LIBBPF_LIBS) $(LIBELF_LIBS) -lz -ldl -liberty
+# libcurl: the agent's push to Pyroscope (src/agent/push.c). HTTP, TLS,
+# proxies and timeouts done right; we do not write an HTTP client.
+LIBCURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null || echo -lcurl)
+LDLIBS += $(LIBBPF_LIBS) $(LIBELF_LIBS) -lz -ldl -liberty $(LIBCURL_LIBS)
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
 	-Wall -Wno-unused-function
