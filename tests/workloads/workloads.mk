@@ -13,7 +13,8 @@ WL_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -pthread \
 WL_DEPFLAGS = -MMD -MP -MF $@.d
 WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recurse \
 	libwork.so uselib syscalls cache branch fork_short cpuburn jit \
-	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock bpf_spin)
+	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock bpf_spin \
+	churn churn_child)
 
 workloads: $(WL_BINS)
 
