@@ -279,17 +279,41 @@ static void put_strings(struct pb *b, const struct profile *p)
 		put_bytes(b, PROFILE_STRING_TABLE, extra[i], strlen(extra[i]));
 }
 
+/*
+ * pprof takes the first mapping for the main binary (its "File:" line, the
+ * binary it symbolizes against). Ids are explicit, so the order is free:
+ * the first user mapping of a file that is no shared library ("*.so*") and
+ * no pseudo-file ("[anon]"); 0 if there is none.
+ */
+static uint32_t main_mapping(const struct profile *p)
+{
+	for (uint32_t id = 1; id <= profile__nr_mappings(p); id++) {
+		const struct pf_mapping *m = profile__mapping(p, id);
+		const char *file = profile__str(p, m->file), *base = strrchr(file, '/');
+
+		base = base ? base + 1 : file;
+		if (m->kind == PF_KIND_USER && *base && *base != '[' && !strstr(base, ".so"))
+			return id;
+	}
+	return 0;
+}
+
 static void put_profile(struct pb *b, const struct profile *p)
 {
 	const struct pf_meta *meta = profile__meta_c(p);
 	uint64_t x = profile__nr_strings(p);
+	uint32_t main;
 
 	for (size_t t = 0; t < meta->nr_types; t++)
 		put_value_type(b, PROFILE_SAMPLE_TYPE, &meta->types[t]);
 	for (size_t i = 0; i < profile__nr_samples(p); i++)
 		put_sample(b, p, profile__sample(p, i), x);
+	main = main_mapping(p);
+	if (main)
+		put_mapping(b, main, profile__mapping(p, main));
 	for (uint32_t id = 1; id <= profile__nr_mappings(p); id++)
-		put_mapping(b, id, profile__mapping(p, id));
+		if (id != main)
+			put_mapping(b, id, profile__mapping(p, id));
 	for (uint32_t id = 1; id <= profile__nr_locations(p); id++)
 		put_location(b, id, profile__location(p, id));
 	for (uint32_t id = 1; id <= profile__nr_functions(p); id++)

@@ -241,6 +241,10 @@ static void build(struct fixture *x)
 	m->duration_ns = 2000000000;
 	m->event = profile__intern(x->p, "cpu-clock");
 
+	/* added first, yet not the main binary */
+	profile__add_mapping(x->p, &(struct pf_mapping){
+		.start = 0x7f0000000000, .limit = 0x7f0000100000,
+		.file = profile__intern(x->p, "/usr/lib/x86_64-linux-gnu/libc.so.6") });
 	x->map = profile__add_mapping(x->p, &(struct pf_mapping){
 		.start = 0x400000, .limit = 0x401000, .offset = 0x1000,
 		.file = profile__intern(x->p, "/usr/bin/app"),
@@ -315,16 +319,17 @@ static void test_tables(void)
 	build(&x);
 	raw = encode_raw(x.p, &len);
 	decode(raw, len, d);
-	CHECK(d->nr_mappings == 2 && d->nr_locations == 4 && d->nr_functions == 3,
+	CHECK(d->nr_mappings == 3 && d->nr_locations == 4 && d->nr_functions == 3,
 	      "%zu mappings, %zu locations, %zu functions", d->nr_mappings, d->nr_locations,
 	      d->nr_functions);
 	m = &d->mappings[0];
+	CHECK(m->f[1] == x.map, "the main binary's mapping comes first, not libc's");
 	CHECK(m->f[1] == x.map && m->f[2] == 0x400000 && m->f[3] == 0x401000 &&
 	      m->f[4] == 0x1000, "mapping id and range");
 	CHECK(str_is(d, m->f[5], "/usr/bin/app"), "mapping file");
 	CHECK(str_is(d, m->f[6], BUILD_ID), "mapping build-ID");
 	CHECK(m->f[7] == 1, "has_functions");
-	k = &d->mappings[1];
+	k = &d->mappings[2];
 	CHECK(k->f[2] == KSTART && k->f[3] == UINT64_MAX && str_is(d, k->f[5], PF_KERNEL_FILE),
 	      "kernel mapping: 64-bit varints round-trip");
 
