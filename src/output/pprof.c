@@ -302,17 +302,17 @@ static void put_profile(struct pb *b, const struct profile *p)
 {
 	const struct pf_meta *meta = profile__meta_c(p);
 	uint64_t x = profile__nr_strings(p);
-	uint32_t main;
+	uint32_t first;
 
 	for (size_t t = 0; t < meta->nr_types; t++)
 		put_value_type(b, PROFILE_SAMPLE_TYPE, &meta->types[t]);
 	for (size_t i = 0; i < profile__nr_samples(p); i++)
 		put_sample(b, p, profile__sample(p, i), x);
-	main = main_mapping(p);
-	if (main)
-		put_mapping(b, main, profile__mapping(p, main));
+	first = main_mapping(p);
+	if (first)
+		put_mapping(b, first, profile__mapping(p, first));
 	for (uint32_t id = 1; id <= profile__nr_mappings(p); id++)
-		if (id != main)
+		if (id != first)
 			put_mapping(b, id, profile__mapping(p, id));
 	for (uint32_t id = 1; id <= profile__nr_locations(p); id++)
 		put_location(b, id, profile__location(p, id));
