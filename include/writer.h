@@ -34,7 +34,7 @@ const struct writer *writer__find(const char *name);
 /* The table, for --help: *nr entries. */
 const struct writer *writer__all(size_t *nr);
 
-/* Each format's write function (src/output/NAME.c). */
+/* Each format's write function (src/output/NAME.c; pprof's is in pprof.h). */
 int folded__write_profile(const struct profile *p, const struct writer_opts *o, FILE *f);
 int samples__write_profile(const struct profile *p, const struct writer_opts *o, FILE *f);
 

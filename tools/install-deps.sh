@@ -20,6 +20,9 @@ pkgs="$pkgs libcurl4-openssl-dev"
 # debuginfod-find) and iproute2 (loopback in the test's own network
 # namespace) to fetch debug files from a real server
 pkgs="$pkgs binutils gawk util-linux python3 debuginfod iproute2"
+# golang-go: go tool pprof, the reader --format pprof is written for; the
+# test reads the profile back with it (-raw, -top: offline)
+pkgs="$pkgs golang-go"
 if [ "${1:-}" = "--bench" ]; then
 	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine"
 fi

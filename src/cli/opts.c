@@ -144,6 +144,8 @@ void opts__usage(FILE *f)
 "      --format FORMAT      folded (default): one line per distinct stack;\n"
 "                           samples: one line per sample, with its time, CPU,\n"
 "                           pid, tid and comm (implies --mode stream);\n"
+"                           pprof: gzip-compressed profile.proto for go tool\n"
+"                           pprof, Pyroscope and Grafana (needs -o FILE);\n"
 "                           docs/formats.md describes each format\n"
 "      --top N              rows of --format top (default %d)\n"
 "      --inverted           --format svg: an icicle graph, roots at the top\n"
@@ -731,6 +733,12 @@ enum opts_result opts__parse(struct opts *o, int argc, char **argv)
 			return OPTS_USAGE;
 		}
 		o->mode = OPTS_MODE_STREAM;
+	}
+	/* Compressed bytes on a terminal help nobody and can garble it; a
+	 * pipe (| gzip -d | protoc --decode_raw) is fine. */
+	if (o->format->binary && !o->output && isatty(STDOUT_FILENO)) {
+		p_err("--format %s writes binary: give -o FILE.pb.gz", o->format->name);
+		return OPTS_USAGE;
 	}
 	if (o->command && (o->pids.nr || o->tids.nr)) {
 		p_err("a command and -p/-t exclude each other: profile the command, or attach to a pid");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <string.h>
 
+#include "pprof.h"
 #include "writer.h"
 
 static const struct writer writers[] = {
@@ -8,6 +9,8 @@ static const struct writer writers[] = {
 	  folded__write_profile },
 	{ "samples", "one line per sample with its time, CPU, pid, tid and period", false, true,
 	  samples__write_profile },
+	{ "pprof", "gzip-compressed profile.proto for go tool pprof, Pyroscope, Grafana", true,
+	  false, pprof__write_profile },
 };
 
 const struct writer *writer__find(const char *name)
