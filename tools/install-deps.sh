@@ -10,7 +10,9 @@ set -eu
 # time when DEBUGINFOD_URLS is set
 # libiberty-dev: the GNU demangler (C++, Rust legacy and v0), linked static
 pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libdebuginfod-dev"
-pkgs="$pkgs libiberty-dev"
+# libmicrohttpd-dev: the agent's opt-in HTTP /metrics endpoint; a library
+# because parsing HTTP from untrusted peers is not something to hand-write
+pkgs="$pkgs libiberty-dev libmicrohttpd-dev"
 # tests: binutils (strip, objcopy, readelf, nm for fixtures), gawk for the
 # checks, util-linux (setpriv, unshare, nsenter), python3 for tools/bench
 # (smoke test) and a silent server; debuginfod (the server and
