@@ -134,15 +134,10 @@ int service__from_cgroup(const char *cgroup_file_contents, char *out, size_t len
 	return -ENOENT;
 }
 
-/* hashmap.h has no delete: a forgotten pid's slot holds this mark until
- * compact() drops it (or the pid comes back). */
-static const char forgotten_mark[] = "";
-
 struct service_map {
-	struct hashmap *pids;	  /* pid -> interned name, or forgotten_mark */
+	struct hashmap *pids;	  /* pid -> interned name */
 	struct hashmap *services; /* name -> the same name, owned here */
 	size_t max_series;
-	size_t forgotten;	  /* pids slots holding NULL */
 	size_t series;
 	uint64_t overflowed;
 	char proc_root[256];
@@ -228,35 +223,13 @@ static int read_cgroup(const struct service_map *m, int pid, char *buf, size_t s
 	return 0;
 }
 
-/* A fresh table with only the live pids: keeps the map of a machine that
- * forks all day as small as its live processes. */
-static void compact(struct service_map *m)
-{
-	struct hashmap *fresh = hashmap__new(hashmap__hash_int, hashmap__equal_int);
-	const void *k;
-	void *v;
-
-	if (!fresh)
-		return; /* try again at the next forget */
-	for (size_t i = 0; hashmap__next(m->pids, &i, &k, &v);) {
-		if (v != forgotten_mark && hashmap__set(fresh, k, v, NULL)) {
-			hashmap__free(fresh);
-			return;
-		}
-	}
-	hashmap__free(m->pids);
-	m->pids = fresh;
-	m->forgotten = 0;
-}
-
 const char *service_map__get(struct service_map *m, int pid, const char *comm)
 {
 	const void *key = (const void *)(uintptr_t)pid;
 	const char *name = hashmap__find(m->pids, key);
 	char buf[8192], svc[256];
-	void *old = NULL;
 
-	if (name && name != forgotten_mark)
+	if (name)
 		return name;
 	if (read_cgroup(m, pid, buf, sizeof(buf)) == 0 &&
 	    service__from_cgroup(buf, svc, sizeof(svc)) == 0)
@@ -265,28 +238,18 @@ const char *service_map__get(struct service_map *m, int pid, const char *comm)
 		name = intern(m, comm && *comm ? comm : "unknown");
 	/* Cached even when it is "other": the cap is counted once per
 	 * process, not once per sample. Not cached when out of memory. */
-	if (hashmap__set(m->pids, key, (void *)name, &old) == 0 && old == forgotten_mark)
-		m->forgotten--;
+	hashmap__set(m->pids, key, (void *)name, NULL);
 	return name;
 }
 
 void service_map__forget(struct service_map *m, int pid)
 {
-	const void *key = (const void *)(uintptr_t)pid;
-	const char *name = hashmap__find(m->pids, key);
-
-	if (!name || name == forgotten_mark)
-		return;
-	/* Replacing a value that exists never allocates: cannot fail. */
-	hashmap__set(m->pids, key, (void *)forgotten_mark, NULL);
-	m->forgotten++;
-	if (m->forgotten > 1024 && m->forgotten > hashmap__size(m->pids) / 2)
-		compact(m);
+	hashmap__delete(m->pids, (const void *)(uintptr_t)pid, NULL, NULL);
 }
 
 size_t service_map__tracked(const struct service_map *m)
 {
-	return hashmap__size(m->pids) - m->forgotten;
+	return hashmap__size(m->pids);
 }
 
 size_t service_map__series(const struct service_map *m)
