@@ -25,12 +25,16 @@ GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LIBBPF_CFLAGS := $(shell $(PKG_CONFIG) --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf)
 LIBELF_LIBS := $(shell $(PKG_CONFIG) --libs libelf 2>/dev/null || echo -lelf)
+# libmicrohttpd: the agent's opt-in --metrics-addr endpoint (src/agent/
+# metrics_server.c); HTTP from the network is parsed by a library, not by us.
+MHD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 
 CFLAGS ?= -O2 -g
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-std=gnu11 -fno-omit-frame-pointer
 # -iquote: our features.h must not shadow glibc's <features.h>.
-CPPFLAGS += -iquote include -iquote $(OUTPUT) $(LIBBPF_CFLAGS) -D_GNU_SOURCE \
+CPPFLAGS += -iquote include -iquote $(OUTPUT) $(LIBBPF_CFLAGS) $(MHD_CFLAGS) -D_GNU_SOURCE \
 	-DBPFSAMPLER_VERSION='"$(VERSION) ($(GIT_REV))"'
 DEPFLAGS = -MMD -MP
 # libdebuginfod (elfutils' debuginfod client) is dlopen'ed when DEBUGINFOD_URLS
@@ -39,7 +43,7 @@ DEPFLAGS = -MMD -MP
 # libcurl: the agent's push to Pyroscope (src/agent/push.c). HTTP, TLS,
 # proxies and timeouts done right; we do not write an HTTP client.
 LIBCURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null || echo -lcurl)
-LDLIBS += $(LIBBPF_LIBS) $(LIBELF_LIBS) -lz -ldl -liberty $(LIBCURL_LIBS)
+LDLIBS += $(LIBBPF_LIBS) $(LIBELF_LIBS) $(MHD_LIBS) -lz -ldl -liberty $(LIBCURL_LIBS) -lpthread
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
 	-Wall -Wno-unused-function

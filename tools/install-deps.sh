@@ -14,6 +14,9 @@ pkgs="$pkgs libiberty-dev"
 # libcurl4-openssl-dev: the agent pushes windows to Pyroscope over HTTP(S);
 # libcurl does HTTP, TLS, proxies and timeouts right, we write no HTTP client
 pkgs="$pkgs libcurl4-openssl-dev"
+# libmicrohttpd-dev: the agent's opt-in HTTP /metrics endpoint; a library
+# because parsing HTTP from untrusted peers is not something to hand-write
+pkgs="$pkgs libmicrohttpd-dev"
 # tests: binutils (strip, objcopy, readelf, nm for fixtures), gawk for the
 # checks, util-linux (setpriv, unshare, nsenter), python3 for tools/bench
 # (smoke test) and a silent server; debuginfod (the server and

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "metrics.h"
+
+const char *const metrics_lost_reason[METRICS_LOST_NR] = {
+	[METRICS_LOST_COUNTS_FULL] = "counts_map_full",
+	[METRICS_LOST_STACKS_FULL] = "stacks_map_full",
+	[METRICS_LOST_COLLISION] = "stack_id_collision",
+	[METRICS_LOST_BUSY] = "map_busy",
+	[METRICS_LOST_RING_FULL] = "ring_full",
+};
+
+struct metrics_event *metrics__event(struct metrics *m, const char *name)
+{
+	struct metrics_event *e;
+
+	for (unsigned int i = 0; i < m->nr_events; i++)
+		if (strcmp(m->events[i].name, name) == 0)
+			return &m->events[i];
+	if (m->nr_events >= METRICS_MAX_EVENTS)
+		return NULL;
+	e = &m->events[m->nr_events++];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	return e;
+}
+
+int metrics__sample_self(struct metrics *m)
+{
+	unsigned long size, resident;
+	struct rusage ru;
+	FILE *f;
+	int err = 0;
+
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		m->cpu_seconds = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+				 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+	else
+		err = -errno;
+	/* Current, not peak (getrusage's ru_maxrss): a leak shows as a slope. */
+	f = fopen("/proc/self/statm", "re");
+	if (!f)
+		return -errno;
+	if (fscanf(f, "%lu %lu", &size, &resident) == 2)
+		m->rss_bytes = (uint64_t)resident * sysconf(_SC_PAGESIZE);
+	else
+		err = -EINVAL;
+	fclose(f);
+	return err;
+}
+
+/* A label value, escaped as the exposition format wants. */
+static void put_label(FILE *f, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fputc('\\', f), fputc(*v, f);
+		else if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*v, f);
+	}
+}
+
+static void head(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP bpfsampler_%s %s\n# TYPE bpfsampler_%s %s\n", name, help, name, type);
+}
+
+static void scalar(FILE *f, const char *name, const char *type, const char *help, uint64_t v)
+{
+	head(f, name, type, help);
+	fprintf(f, "bpfsampler_%s %llu\n", name, (unsigned long long)v);
+}
+
+static void render_events(FILE *f, const struct metrics *m)
+{
+	head(f, "samples_total", "counter", "Samples taken, by event.");
+	for (unsigned int i = 0; i < m->nr_events; i++) {
+		fputs("bpfsampler_samples_total{event=\"", f);
+		put_label(f, m->events[i].name);
+		fprintf(f, "\"} %llu\n", (unsigned long long)m->events[i].samples);
+	}
+	head(f, "samples_lost_total", "counter",
+	     "Samples lost before they reached a profile, by event and reason.");
+	for (unsigned int i = 0; i < m->nr_events; i++) {
+		for (int r = 0; r < METRICS_LOST_NR; r++) {
+			fputs("bpfsampler_samples_lost_total{event=\"", f);
+			put_label(f, m->events[i].name);
+			fprintf(f, "\",reason=\"%s\"} %llu\n", metrics_lost_reason[r],
+				(unsigned long long)m->events[i].lost[r]);
+		}
+	}
+}
+
+char *metrics__render(const struct metrics *m)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	head(f, "build_info", "gauge", "Always 1; the version is the label.");
+	fputs("bpfsampler_build_info{version=\"", f);
+	put_label(f, BPFSAMPLER_VERSION);
+	fputs("\"} 1\n", f);
+	render_events(f, m);
+	scalar(f, "windows_written_total", "counter", "Profile windows written.",
+	       m->windows_written);
+	scalar(f, "windows_pushed_total", "counter", "Profile windows the server accepted.",
+	       m->windows_pushed);
+	scalar(f, "push_failures_total", "counter",
+	       "Push attempts that failed (network, timeout, 5xx).", m->push_failures);
+	scalar(f, "push_retries_total", "counter", "Push attempts that were retries.",
+	       m->push_retries);
+	scalar(f, "push_rejected_total", "counter",
+	       "Profile windows the server refused (4xx): not retried.", m->push_rejected);
+	scalar(f, "backlog_files", "gauge", "Profile windows on disk waiting to be pushed.",
+	       m->backlog_files);
+	scalar(f, "backlog_bytes", "gauge", "Bytes of the windows waiting to be pushed.",
+	       m->backlog_bytes);
+	scalar(f, "backlog_pruned_total", "counter",
+	       "Backlog windows deleted to keep the backlog within its age and size limits.",
+	       m->backlog_pruned);
+	scalar(f, "windows_dropped_undelivered_total", "counter",
+	       "Profile windows dropped without ever being pushed.", m->dropped_undelivered);
+	scalar(f, "processes_tracked", "gauge", "Processes the agent keeps state for.",
+	       m->processes_tracked);
+	scalar(f, "series_overflowed_total", "counter",
+	       "Processes put in the \"other\" series: more distinct services than allowed.",
+	       m->series_overflowed);
+	scalar(f, "resident_memory_bytes", "gauge", "The agent's resident memory.",
+	       m->rss_bytes);
+	head(f, "cpu_seconds_total", "counter", "The agent's own user and system CPU time.");
+	fprintf(f, "bpfsampler_cpu_seconds_total %.3f\n", m->cpu_seconds);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int metrics__write_file(const struct metrics *m, const char *path)
+{
+	char *text = NULL, *dcopy = NULL, *bcopy = NULL, *tmp = NULL;
+	const char *dir;
+	int fd = -1, dfd, err;
+
+	text = metrics__render(m);
+	dcopy = strdup(path);
+	bcopy = strdup(path);
+	if (!text || !dcopy || !bcopy) {
+		err = -ENOMEM;
+		p_err("metrics file %s: out of memory rendering it", path);
+		goto out;
+	}
+	dir = dirname(dcopy);
+	/* A dot name without .prom: the textfile collector reads only *.prom,
+	 * so it never sees a half-written file. */
+	if (asprintf(&tmp, "%s/.%s.XXXXXX", dir, basename(bcopy)) < 0) {
+		tmp = NULL;
+		err = -ENOMEM;
+		p_err("metrics file %s: out of memory", path);
+		goto out;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		free(tmp);
+		tmp = NULL; /* nothing to unlink */
+		p_err("metrics file %s: cannot create a temporary file in %s: %s (check that the "
+		      "directory exists and is writable)", path, dir, strerror(-err));
+		goto out;
+	}
+	/* mkstemp makes 0600; node_exporter runs as another user. */
+	if (fchmod(fd, 0644)) {
+		err = -errno;
+		p_err("metrics file %s: chmod %s: %s", path, tmp, strerror(-err));
+		goto out;
+	}
+	err = write_all(fd, text, strlen(text));
+	if (!err && fsync(fd))
+		err = -errno;
+	if (err) {
+		p_err("metrics file %s: writing %s: %s (disk full?)", path, tmp, strerror(-err));
+		goto out;
+	}
+	close(fd);
+	fd = -1;
+	if (rename(tmp, path)) {
+		err = -errno;
+		p_err("metrics file %s: rename from %s: %s", path, tmp, strerror(-err));
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+	/* The rename itself is durable once the directory is synced; best
+	 * effort: a lost rename only means an older snapshot after a crash. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp)
+		unlink(tmp);
+	free(tmp);
+	free(bcopy);
+	free(dcopy);
+	free(text);
+	return err;
+}
