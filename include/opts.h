@@ -112,6 +112,10 @@ int opts__parse_bytes(const char *s, unsigned long long *out);
  * is within kernel.perf_event_max_sample_rate. OPTS_RUN or OPTS_USAGE. */
 enum opts_result opts__check_system(const struct opts *o);
 void opts__free(struct opts *o);
+/* The long options (getopt's table, ending with a zeroed entry): the
+ * agent's config file is checked against them. */
+struct option;
+const struct option *opts__long_options(void);
 /* What the options ask of the sampler (capture's own config): the CLI and
  * the agent alike. on_record and ctx are left for the caller. */
 struct sampler_opts;

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent.h"
+#include "agent_config.h"
 #include "command.h"
 #include "events.h"
 #include "features.h"
@@ -25,6 +27,7 @@
 #include "sampler.h"
 #include "stream.h"
 #include "symbolize.h"
+#include "vec.h"
 #include "writer.h"
 
 #define EXIT_USAGE 2
@@ -391,18 +394,67 @@ out:
 	return err;
 }
 
+/* The agent's --config FILE: its settings go before the command line's
+ * arguments, which win, and the whole is parsed again by the same parser.
+ * args keeps the strings the options point into. */
+static enum opts_result parse_with_config(struct opts *o, int argc, char **argv,
+					  struct vec *args)
+{
+	struct vec av = VEC_INIT(char *);
+	enum opts_result r = OPTS_USAGE;
+	char **v;
+
+	if (agent_config__load(o->agent.config, opts__long_options(), args))
+		return OPTS_USAGE;
+	/* argv[0], "agent", the file's settings, then the command line's */
+	if (vec__append(&av, argv, 2) || vec__append(&av, args->data, args->nr) ||
+	    vec__append(&av, argv + 2, argc - 2) || !(v = vec__push(&av)))
+		goto out;
+	*v = NULL;
+	opts__free(o);
+	r = opts__parse(o, av.nr - 1, av.data);
+out:
+	/* the options point into the strings, not into this array */
+	vec__free(&av);
+	return r;
+}
+
+static int run_agent(struct opts *o)
+{
+	int err;
+
+	/* an agent's log says what it does, window by window, with the time */
+	log_set_level(o->verbose ? LOG_DEBUG : LOG_INFO);
+	log_set_timestamps(true);
+	if (o->agent.log_file && (err = log_open(o->agent.log_file))) {
+		p_err("cannot open the log file %s: %s", o->agent.log_file, strerror(-err));
+		return EXIT_USAGE;
+	}
+	err = agent__run(o);
+	log_close();
+	if (err == -ENODEV)
+		return EXIT_USAGE;
+	return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct vec config_args = VEC_INIT(char *);
 	struct outputs outs = {};
+	enum opts_result r;
 	struct opts o;
 	int err;
 
-	switch (opts__parse(&o, argc, argv)) {
+	r = opts__parse(&o, argc, argv);
+	if (r == OPTS_RUN && o.agent.config)
+		r = parse_with_config(&o, argc, argv, &config_args);
+	switch (r) {
 	case OPTS_EXIT:
 		return 0;
 	case OPTS_USAGE:
 		opts__free(&o);
+		agent_config__free_args(&config_args);
 		return EXIT_USAGE;
 	case OPTS_RUN:
 		break;
@@ -410,11 +462,19 @@ int main(int argc, char **argv)
 	log_set_level(o.verbose >= 2 ? LOG_DEBUG : o.verbose ? LOG_INFO : LOG_WARN);
 	if (opts__check_system(&o) != OPTS_RUN) {
 		opts__free(&o);
+		agent_config__free_args(&config_args);
 		return EXIT_USAGE;
 	}
 	if (features__check()) {
 		opts__free(&o);
+		agent_config__free_args(&config_args);
 		return 1;
+	}
+	if (o.agent.on) {
+		err = run_agent(&o);
+		opts__free(&o);
+		agent_config__free_args(&config_args);
+		return err;
 	}
 	if (open_outputs(&o, &outs)) {
 		close_outputs(&outs);

@@ -101,6 +101,11 @@ static const struct option long_opts[] = {
 	{},
 };
 
+const struct option *opts__long_options(void)
+{
+	return long_opts;
+}
+
 /* "+" stops at the first non-option: the rest is the command. */
 static const char short_opts[] = "+e:c:F:d:p:t:C:UKIo:vhV";
 

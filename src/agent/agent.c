@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bpfsampler agent: the same capture as the one-shot profiler, cut into
+ * windows aligned to the wall clock. Each window becomes one pprof per
+ * event and service, written atomically to the spool and pushed to
+ * Pyroscope; between windows everything per window is forgotten (counts,
+ * stack segments, the BPF stacks map) and everything per process or file
+ * once it is gone, so memory stays flat for months (docs/agent.md).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "features.h"
+#include "hashmap.h"
+#include "log.h"
+#include "metrics.h"
+#include "opts.h"
+#include "pprof.h"
+#include "profile.h"
+#include "push.h"
+#include "report.h"
+#include "sampler.h"
+#include "service.h"
+#include "spool.h"
+#include "stream.h"
+#include "symbolize.h"
+
+/* Samples are in the rings within microseconds of being taken: a window
+ * is read this long after its end, so none of its samples is still on the
+ * way. */
+#define CLOSE_LAG_NS 200000000ULL
+/* At most this long pushing the backlog between two windows. */
+#define PUSH_BUDGET_S 5.0
+/* ... and when stopping (SIGTERM), before exiting. */
+#define STOP_PUSH_BUDGET_S 10.0
+
+static volatile sig_atomic_t stop_sig, reload;
+
+static void on_stop(int sig)
+{
+	stop_sig = sig;
+}
+
+static void on_hup(int sig)
+{
+	reload = 1;
+}
+
+struct agent {
+	const struct opts *o;
+	char host[256];
+	struct symbolizer *sym;
+	struct stream *stream;
+	struct sampler *s;
+	struct spool *spool;
+	struct pusher *push;
+	struct service_map *services;
+	struct metrics metrics;
+	struct metrics_server *server;
+	const char *own_service; /* where lost samples go: our own series */
+	struct sampler_stats last; /* stats at the last window's close */
+	uint64_t from_unix_ns;	   /* the open window: [from, until) */
+	uint64_t until_unix_ns;
+	uint64_t until_mono_ns;
+	uint64_t windows;
+};
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* The next boundary of the wall clock after now: windows of every host
+ * line up, and a window's name says when it was. */
+static void set_window_end(struct agent *a, uint64_t after_unix)
+{
+	uint64_t iv = (uint64_t)(a->o->agent.interval * 1e9);
+	uint64_t now_unix = clock_ns(CLOCK_REALTIME), now_mono = clock_ns(CLOCK_MONOTONIC);
+
+	a->until_unix_ns = (after_unix / iv + 1) * iv;
+	/* samples carry CLOCK_MONOTONIC: the same instant on that clock */
+	a->until_mono_ns = a->until_unix_ns > now_unix ? now_mono + (a->until_unix_ns - now_unix)
+						       : now_mono;
+}
+
+static void on_process(void *ctx, uint32_t pid, uint32_t ppid, uint64_t mm, const char *comm)
+{
+	symbolizer__note_process(ctx, pid, ppid, mm, comm);
+}
+
+static void on_mapping(void *ctx, const struct bpfs_rec_map *r)
+{
+	symbolizer__note_mapping(ctx, r->pid,
+				 &(struct as_mapping){ .gen = r->gen,
+							.time_ns = r->time_ns,
+							.exec = r->flags & BPFS_MAP_F_EXEC,
+							.mm = r->mm,
+							.start = r->start,
+							.end = r->end,
+							.pgoff = r->pgoff,
+							.dev = r->dev,
+							.ino = r->ino });
+}
+
+/* Pyroscope's profile type for an event: "cpu" for the clocks. */
+static const char *profile_type(const struct event *e, char *buf, size_t size)
+{
+	if (e->timer)
+		return "cpu";
+	snprintf(buf, size, "%s", e->name);
+	for (char *c = buf; *c; c++)
+		if (!(*c >= 'a' && *c <= 'z') && !(*c >= '0' && *c <= '9'))
+			*c = '_';
+	return buf;
+}
+
+/* One pprof of one service in the window, into the spool. */
+static int write_window(struct agent *a, const struct event *e, const char *service,
+			const struct profile *p)
+{
+	char series[512], type[EVENT_NAME_LEN];
+	struct spool_window w = {
+		.service = service,
+		.event = e->name,
+		.from_s = a->from_unix_ns / 1000000000ULL,
+		.until_s = (a->until_unix_ns + 999999999ULL) / 1000000000ULL,
+		.sample_rate = e->timer && !e->attr.freq && e->attr.sample_period
+				       ? 1000000000ULL / e->attr.sample_period : 0,
+		.series = series,
+	};
+	void *gz = NULL;
+	size_t len = 0;
+	int err;
+
+	/* Pyroscope's name syntax: app.type{label=value,...} */
+	snprintf(series, sizeof(series), "%s.%s{service_name=%s,hostname=%s}",
+		 a->o->agent.app_name, profile_type(e, type, sizeof(type)), service, a->host);
+	err = pprof__encode(p, &gz, &len);
+	if (!err)
+		err = spool__write(a->spool, &w, gz, len);
+	if (err)
+		p_err("window of %s for %s: cannot write it: %s", e->name, service, strerror(-err));
+	free(gz);
+	return err;
+}
+
+struct split {
+	struct hashmap *by_service; /* service name -> struct profile * */
+	const struct profile *full;
+};
+
+static void split__free(struct split *sp)
+{
+	const void *key;
+	void *val;
+
+	for (size_t i = 0; sp->by_service && hashmap__next(sp->by_service, &i, &key, &val);)
+		profile__free(val);
+	hashmap__free(sp->by_service);
+}
+
+/* The window's profile of one event, cut per service: one series each. */
+static int split_by_service(struct agent *a, struct split *sp)
+{
+	const struct profile *full = sp->full;
+	int err = 0;
+
+	sp->by_service = hashmap__new(hashmap__hash_str, hashmap__equal_str);
+	if (!sp->by_service)
+		return -ENOMEM;
+	for (size_t i = 0; i < profile__nr_samples(full) && !err; i++) {
+		const struct pf_sample *s = profile__sample(full, i);
+		const char *svc = s->lost_reason ? a->own_service
+				  : service_map__get(a->services, s->pid, profile__str(full, s->comm));
+		struct profile *p = hashmap__find(sp->by_service, svc);
+
+		if (!p) {
+			err = profile__new(&(struct profile_opts){ .demangle = !a->o->no_demangle }, &p);
+			if (!err)
+				err = profile__copy_meta(p, full);
+			if (!err && hashmap__set(sp->by_service, svc, p, NULL))
+				err = -ENOMEM;
+			if (err) {
+				profile__free(p);
+				break;
+			}
+		}
+		err = profile__copy_sample(p, full, s);
+	}
+	return err;
+}
+
+/* The window's samples and losses of one event, into the metrics. */
+static void count_event(struct agent *a, const char *name, const uint64_t *stat)
+{
+	static const enum bpfs_stat lost[METRICS_LOST_NR] = {
+		[METRICS_LOST_COUNTS_FULL] = BPFS_STAT_LOST_COUNTS_FULL,
+		[METRICS_LOST_STACKS_FULL] = BPFS_STAT_LOST_STACKS_FULL,
+		[METRICS_LOST_COLLISION] = BPFS_STAT_LOST_COLLISION,
+		[METRICS_LOST_BUSY] = BPFS_STAT_LOST_BUSY,
+		[METRICS_LOST_RING_FULL] = BPFS_STAT_LOST_RING_FULL,
+	};
+	struct metrics_event *me = metrics__event(&a->metrics, name);
+
+	if (!me)
+		return;
+	me->samples += stat[BPFS_STAT_TAKEN];
+	for (int i = 0; i < METRICS_LOST_NR; i++)
+		me->lost[i] += stat[lost[i]];
+}
+
+static void delta_stats(const struct sampler_stats *now, const struct sampler_stats *last,
+			int ev, uint64_t *out)
+{
+	for (int i = 0; i < BPFS_STAT_NR; i++)
+		out[i] = now->ev[ev].stat[i] - last->ev[ev].stat[i];
+}
+
+/* Every event's profile of the window, per service, into the spool. */
+static int write_events(struct agent *a, const struct sampler_stats *st, size_t *files)
+{
+	const struct opts *o = a->o;
+	int err = 0;
+
+	for (size_t ev = 0; ev < o->events.nr && !err; ev++) {
+		const struct event *e = &o->events.v[ev];
+		uint64_t stat[BPFS_STAT_NR];
+		struct report_opts ro = {
+			.weight_period = o->weight_period,
+			.event = o->events.nr > 1 ? (int)ev : -1,
+			.event_name = e->name,
+			.timer = e->timer,
+			.period = e->attr.freq ? 0 : e->attr.sample_period,
+			.kernel_only = o->kernel_only,
+		};
+		struct report_stats rs;
+		struct split sp = {};
+		struct profile *full = NULL;
+		const void *key;
+		void *val;
+
+		delta_stats(st, &a->last, ev, stat);
+		err = profile__new(&(struct profile_opts){ .demangle = !o->no_demangle }, &full);
+		if (!err)
+			err = report__build(a->s, a->stream, a->sym, &ro, stat, full, &rs);
+		if (!err) {
+			profile__meta(full)->time_ns = a->from_unix_ns;
+			profile__meta(full)->duration_ns = a->until_unix_ns - a->from_unix_ns;
+			sp.full = full;
+			err = split_by_service(a, &sp);
+		}
+		for (size_t i = 0; !err && hashmap__next(sp.by_service, &i, &key, &val);) {
+			err = write_window(a, e, key, val);
+			*files += !err;
+		}
+		count_event(a, e->name, stat);
+		split__free(&sp);
+		profile__free(full);
+	}
+	return err;
+}
+
+static void forget_process(void *ctx, int pid)
+{
+	struct agent *a = ctx;
+
+	stream__forget_process(a->stream, pid);
+	service_map__forget(a->services, pid);
+}
+
+/* Between windows: what was per window goes, and what was per process or
+ * file once it is gone. */
+static int forget(struct agent *a)
+{
+	size_t cleared;
+	int err = sampler__clear_stacks(a->s, &cleared);
+
+	if (!err)
+		err = stream__next_window(a->stream, a->until_mono_ns);
+	symbolizer__sweep(a->sym, forget_process, a);
+	return err;
+}
+
+static const char *hhmmss(uint64_t unix_ns, char *buf, size_t size)
+{
+	time_t t = unix_ns / 1000000000ULL;
+	struct tm tm;
+
+	strftime(buf, size, "%H:%M:%S", gmtime_r(&t, &tm));
+	return buf;
+}
+
+/* The window is over (or the agent stops): read it, write it, forget it. */
+static int close_window(struct agent *a, uint64_t until_unix)
+{
+	char stamp[16];
+	struct sampler_stats st;
+	struct symbolizer_stats ys;
+	size_t files = 0;
+	int err;
+
+	a->until_unix_ns = until_unix;
+	/* everything taken before the end is in the rings by now */
+	while (sampler__poll(a->s, 0) > 0)
+		;
+	symbolizer__refresh(a->sym);
+	err = sampler__stats(a->s, &st);
+	if (!err)
+		err = write_events(a, &st, &files);
+	symbolizer__stats(a->sym, &ys);
+	a->windows++;
+	a->metrics.windows_written += files;
+	a->metrics.processes_tracked = ys.procs_live;
+	metrics__sample_self(&a->metrics);
+	p_info("window %s +%.1f s: %" PRIu64 " samples, %zu profiles written; "
+	       "%" PRIu64 " processes, %" PRIu64 " files held, %zu stack segments; RSS %.1f MB, "
+	       "CPU %.2f s",
+	       hhmmss(a->from_unix_ns, stamp, sizeof(stamp)),
+	       (a->until_unix_ns - a->from_unix_ns) / 1e9, st.stat[BPFS_STAT_TAKEN] - a->last.stat[BPFS_STAT_TAKEN], files, ys.procs_live,
+	       ys.files_held, stream__nr_segments(a->stream), a->metrics.rss_bytes / 1e6,
+	       a->metrics.cpu_seconds);
+	a->last = st;
+	a->from_unix_ns = a->until_unix_ns;
+	set_window_end(a, a->from_unix_ns);
+	return err ? err : forget(a);
+}
+
+/* The backlog to Pyroscope, the retention, the metrics: after each window. */
+static void after_window(struct agent *a, double push_budget_s)
+{
+	const struct agent_opts *ao = &a->o->agent;
+	struct spool_stats ss;
+	struct push_stats ps;
+
+	if (a->push && pusher__drain(a->push, a->spool, push_budget_s) < 0)
+		p_warn("pushing to %s failed; the windows wait in %s", ao->push, ao->output_dir);
+	spool__prune(a->spool, clock_ns(CLOCK_REALTIME) / 1000000000ULL);
+	spool__stats(a->spool, &ss);
+	a->metrics.backlog_files = a->push ? ss.backlog_files : 0;
+	a->metrics.backlog_bytes = a->push ? ss.backlog_bytes : 0;
+	a->metrics.backlog_pruned = ss.pruned;
+	a->metrics.dropped_undelivered = ss.dropped_undelivered;
+	if (a->push) {
+		pusher__stats(a->push, &ps);
+		a->metrics.windows_pushed = ps.delivered;
+		a->metrics.push_failures = ps.retried + ps.rejected;
+		a->metrics.push_retries = ps.retried;
+		a->metrics.push_rejected = ps.rejected;
+	}
+	a->metrics.series_overflowed = service_map__overflowed(a->services);
+	if (ao->metrics_file)
+		metrics__write_file(&a->metrics, ao->metrics_file);
+	if (a->server)
+		metrics_server__publish(a->server, &a->metrics);
+}
+
+static void agent__free(struct agent *a)
+{
+	metrics_server__free(a->server);
+	pusher__free(a->push);
+	spool__free(a->spool);
+	service_map__free(a->services);
+	sampler__free(a->s);
+	stream__free(a->stream);
+	symbolizer__free(a->sym);
+}
+
+/* Where lost samples go: the agent's own series, under the service it runs
+ * as (bpfsampler-agent.service under systemd). */
+static void find_own_service(struct agent *a)
+{
+	char comm[32] = "bpfsampler";
+	FILE *f = fopen("/proc/self/comm", "re");
+
+	if (f && fgets(comm, sizeof(comm), f))
+		comm[strcspn(comm, "\n")] = '\0';
+	if (f)
+		fclose(f);
+	a->own_service = service_map__get(a->services, getpid(), comm);
+}
+
+static int agent__setup(struct agent *a)
+{
+	const struct opts *o = a->o;
+	const struct agent_opts *ao = &o->agent;
+	struct sampler_opts so;
+	int err;
+
+	if (gethostname(a->host, sizeof(a->host) - 1))
+		snprintf(a->host, sizeof(a->host), "unknown");
+	err = spool__open(&(struct spool_opts){ .dir = ao->output_dir,
+						  .host = a->host,
+						  .retain_age_s = ao->retain_age,
+						  .retain_bytes = ao->retain_size,
+						  .push = ao->push != NULL },
+			  &a->spool);
+	if (!err && ao->push)
+		err = pusher__new(&(struct push_opts){ .url = ao->push,
+							.token_file = ao->token_file,
+							.basic_auth_file = ao->basic_auth_file,
+							.tenant = ao->tenant },
+				  &a->push);
+	if (!err && ao->metrics_addr)
+		err = metrics_server__new(ao->metrics_addr, &a->server);
+	if (!err)
+		err = service_map__new(&(struct service_map_opts){ .max_series = ao->max_series },
+				       &a->services);
+	if (!err)
+		err = symbolizer__new(&(struct symbolizer_opts){
+					      .debug_dirs = (const char *const *)o->debug_dirs.v,
+					      .nr_debug_dirs = o->debug_dirs.nr },
+				      &a->sym);
+	if (!err)
+		err = stream__new(&(struct stream_opts){ .on_process = on_process,
+							 .on_mapping = on_mapping,
+							 .ctx = a->sym },
+				  &a->stream);
+	if (err)
+		return err;
+	opts__sampler_opts(o, &so);
+	so.on_record = (sampler_record_fn)stream__handle;
+	so.ctx = a->stream;
+	err = sampler__new(&so, &a->s);
+	if (err)
+		return err;
+	find_own_service(a);
+	symbolizer__refresh(a->sym);
+	err = sampler__start(a->s);
+	if (!err)
+		symbolizer__set_tracking(a->sym, sampler__tracks_mappings(a->s));
+	return err;
+}
+
+/* SIGHUP: the log is reopened (rotation), credentials read again. What
+ * changes sampling needs a restart. */
+static void agent__reload(struct agent *a)
+{
+	const struct agent_opts *ao = &a->o->agent;
+
+	if (ao->log_file && log_open(ao->log_file))
+		p_warn("cannot reopen the log %s: %s", ao->log_file, strerror(errno));
+	if (a->push && pusher__reload(a->push))
+		p_warn("kept the old push credentials");
+	p_info("reloaded: log reopened, push credentials read again (sampling options "
+	       "take effect at restart)");
+}
+
+int agent__run(const struct opts *o)
+{
+	struct sigaction stop = { .sa_handler = on_stop }, hup = { .sa_handler = on_hup };
+	struct agent a = { .o = o };
+	double deadline = 0, next_refresh = 0;
+	int err;
+
+	sigaction(SIGINT, &stop, NULL);
+	sigaction(SIGTERM, &stop, NULL);
+	sigaction(SIGHUP, &hup, NULL);
+	err = agent__setup(&a);
+	if (err)
+		goto out;
+	a.from_unix_ns = clock_ns(CLOCK_REALTIME);
+	set_window_end(&a, a.from_unix_ns);
+	err = stream__set_window_end(a.stream, a.until_mono_ns);
+	if (err)
+		goto out;
+	if (o->duration)
+		deadline = clock_ns(CLOCK_MONOTONIC) / 1e9 + o->duration;
+	p_info("agent: sampling at %u Hz, windows of %.0f s into %s%s%s", o->freq,
+	       o->agent.interval, o->agent.output_dir, o->agent.push ? ", pushed to " : "",
+	       o->agent.push ? o->agent.push : "");
+	while (!stop_sig) {
+		double now = clock_ns(CLOCK_MONOTONIC) / 1e9;
+
+		if (deadline && now >= deadline)
+			break;
+		if (reload) {
+			reload = 0;
+			agent__reload(&a);
+		}
+		if (sampler__poll(a.s, 100) < 0)
+			break;
+		if (now >= next_refresh) {
+			symbolizer__refresh(a.sym);
+			next_refresh = now + 0.25;
+		}
+		if (clock_ns(CLOCK_MONOTONIC) < a.until_mono_ns + CLOSE_LAG_NS)
+			continue;
+		err = close_window(&a, a.until_unix_ns);
+		if (err)
+			goto out;
+		after_window(&a, PUSH_BUDGET_S);
+	}
+	/* Stopping: the open window up to now is written like any other. */
+	err = close_window(&a, clock_ns(CLOCK_REALTIME));
+	after_window(&a, STOP_PUSH_BUDGET_S);
+	p_info("agent: stopped%s", stop_sig ? " by a signal" : "");
+out:
+	agent__free(&a);
+	return err;
+}
