@@ -8,6 +8,8 @@ static const struct writer writers[] = {
 	  folded__write_profile },
 	{ "samples", "one line per sample with its time, CPU, pid, tid and period", false, true,
 	  samples__write_profile },
+	{ "svg", "an interactive flame graph (--inverted: icicle), for any web browser", false,
+	  false, svg__write_profile },
 };
 
 const struct writer *writer__find(const char *name)
