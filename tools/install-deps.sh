@@ -17,6 +17,9 @@ pkgs="$pkgs libiberty-dev"
 # debuginfod-find) and iproute2 (loopback in the test's own network
 # namespace) to fetch debug files from a real server
 pkgs="$pkgs binutils gawk util-linux python3 debuginfod iproute2"
+# chromium (headless): tests/integration/svg.sh has a real browser draw the
+# flame graph and run its search and zoom scripts
+pkgs="$pkgs chromium"
 if [ "${1:-}" = "--bench" ]; then
 	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine"
 fi

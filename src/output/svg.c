@@ -441,11 +441,11 @@ static void put_head(struct svg *s, double height)
 static void put_script(struct svg *s)
 {
 	fprintf(s->f,
-		"</g>\n<script type=\"text/ecmascript\"><![CDATA[\n"
+		"</g>\n<script type=\"text/ecmascript\"><![CDATA[\n(function () {\n"
 		"var W = %d, PAD = %d, ROWH = %d, FONTW = %g, Y0 = %.0f, INV = %d, UNIT = \"%s\";\n",
 		WIDTH, PAD, ROW_H, FONT_W, s->y_root, s->o->inverted, s->unit);
 	fputs(svg_js, s->f);
-	fputs("]]></script>\n</svg>\n", s->f);
+	fputs("})();\n]]></script>\n</svg>\n", s->f);
 }
 
 static int write_svg(struct svg *s)

@@ -2,7 +2,10 @@
 // is turned into a C string at build time). Frames are <g class="f"> in
 // pre-order (a frame, then its descendants, left to right), so a frame's
 // descendants are the run of frames after it that are deeper: zoom and
-// search need no other tree. C prepends: W, PAD, ROWH, FONTW, Y0, INV, UNIT.
+// search need no other tree. svg.c wraps it in a function (nothing leaks
+// into a page's globals: window.status is taken, for one) after setting W,
+// PAD, ROWH, FONTW, Y0, INV and UNIT; search, zoom and reset are exported
+// for pages that embed the graph.
 var svg = document.getElementById("bpfs"), NS = "http://www.w3.org/2000/svg";
 var fr = [], total = 0, zoomed = null, searching = null;
 var status, matched, unzoomBtn, searchBtn;
@@ -149,4 +152,7 @@ function reset() {
 	resetSearch();
 }
 
+window.search = search;
+window.zoom = zoom;
+window.reset = reset;
 init();

@@ -107,7 +107,7 @@ static void test_counts_and_escaping(void)
 	      count(svg, "<g class=\"f\" data-v"));
 	CHECK(!strstr(svg, "work<int>") && !strstr(svg, "\"x\"\""), "nothing unescaped");
 	CHECK(strstr(svg, "cpu-clock, 1,000 samples"), "default title");
-	CHECK(strstr(svg, "</script>\n</svg>\n"), "ends with the script");
+	CHECK(strstr(svg, "]]></script>\n</svg>\n"), "ends with the script");
 	free(svg);
 	profile__free(p);
 }
