@@ -112,6 +112,7 @@ void opts__usage(FILE *f)
 "      --format FORMAT      folded (default): one line per distinct stack;\n"
 "                           samples: one line per sample, with its time, CPU,\n"
 "                           pid, tid and comm (implies --mode stream);\n"
+"                           svg: an interactive flame graph for any browser;\n"
 "                           docs/formats.md describes each format\n"
 "      --top N              rows of --format top (default %d)\n"
 "      --inverted           --format svg: an icicle graph, roots at the top\n"

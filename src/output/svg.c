@@ -13,9 +13,10 @@
  * Size: a frame narrower than MIN_WIDTH_PX is not drawn (its value stays in
  * its parent's width), so a row holds at most width / MIN_WIDTH_PX frames;
  * and when more than MAX_FRAMES frames would still be drawn, only the
- * MAX_FRAMES widest are. A frame is some 150 bytes plus its name twice at
- * most (title and label; names are under 256 bytes, as in folded output),
- * so the file stays under ~20 MB whatever the profile, ~2 MB typically.
+ * MAX_FRAMES widest are. A frame is some 150 bytes plus its name in the
+ * title (under 256 bytes, as in folded output, more where escaped); labels
+ * fit their frame, so they add at most a row's width of text per row. At
+ * the cap with 70-character C++ names that is 7.4 MB.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -297,7 +298,7 @@ static uint32_t hash_name(const char *s)
 }
 
 /* The colour of a frame: by kind (warm user code, orange kernel, green JIT,
- * grey markers, red lost, blue-grey comm and root, as flamegraph.pl's
+ * grey markers, dark red lost, blue-grey comm and root, as flamegraph.pl's
  * palettes go), varied by its name so that neighbours differ and a function
  * keeps its colour from one graph to the next. */
 static void put_colour(FILE *f, int kind, const char *name)
@@ -317,7 +318,7 @@ static void put_colour(FILE *f, int kind, const char *name)
 		r = g = bl = 170 + 40 * a;
 		break;
 	case PF_KIND_LOST:
-		r = 220 + 35 * a, g = bl = 40 + 40 * b;
+		r = 160 + 30 * a, g = bl = 20 + 20 * b;
 		break;
 	case FK_COMM:
 	case FK_ROOT:
