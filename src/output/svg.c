@@ -452,12 +452,18 @@ static void put_script(struct svg *s)
 static int write_svg(struct svg *s)
 {
 	const struct pf_meta *m = profile__meta_c(s->p);
-	const char *unit = profile__str(s->p, m->types[m->default_type].unit);
+	const struct pf_value_type *t = &m->types[m->default_type];
 	double height;
 	int err;
 
-	/* The unit goes into the script as a string: only plain words. */
-	s->unit = !strcmp(unit, "nanoseconds") ? "ns" : "samples";
+	/* What values count (--weight): samples, ns of a clock, or events of
+	 * another event. It goes into the script as a string: plain words. */
+	if (!strcmp(profile__str(s->p, t->type), "samples"))
+		s->unit = "samples";
+	else if (!strcmp(profile__str(s->p, t->unit), "nanoseconds"))
+		s->unit = "ns";
+	else
+		s->unit = "events";
 	s->total = node_at(s, 0)->value;
 	s->scale = s->total ? (double)(WIDTH - 2 * PAD) / s->total : 0;
 	err = s->total ? choose_drawn(s) : 0;
