@@ -39,7 +39,9 @@
 #define FONT_W (FONT_SIZE * 0.59) /* px, an average glyph of Verdana */
 #define MIN_WIDTH_PX 0.1
 #define MAX_FRAMES 30000
-#define NAME_BYTES 400 /* of a name kept; longer ones end in ".." */
+/* Characters of a name written at most, longer ones end in "..": a bound
+ * for --title; frame names are shorter (folded_frames keeps 255 bytes). */
+#define NAME_BYTES 400
 
 /* What a frame is, for its colour: the location kinds and two more. */
 enum frame_kind {
@@ -70,7 +72,7 @@ struct svg {
 	double scale;	    /* px per unit of value */
 	uint32_t max_depth; /* of drawn frames */
 	double y_root;
-	const char *unit;   /* "samples", "nanoseconds"... */
+	const char *unit;   /* what values count: "samples", "ns", "events" */
 };
 
 static const char *name_of(const struct svg *s, const struct node *n)
