@@ -95,6 +95,18 @@ $(OUTPUT)/src/%.o: src/%.c $(SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+# The flame graph's script is kept as plain JS (src/output/svg.js) and
+# embedded into svg.c as one C string: each line quoted, \ and " escaped,
+# comment lines left out (they would be in every SVG written).
+$(OUTPUT)/svg_js.h: src/output/svg.js | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q){ echo 'static const char svg_js[] ='; \
+	  sed -e '/^[[:space:]]*\/\//d' -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/\t"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; } > $@.tmp
+	$(Q)mv $@.tmp $@
+
+$(OUTPUT)/src/output/svg.o: $(OUTPUT)/svg_js.h
+
 $(LIB_A): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^

@@ -37,5 +37,6 @@ const struct writer *writer__all(size_t *nr);
 /* Each format's write function (src/output/NAME.c; pprof's is in pprof.h). */
 int folded__write_profile(const struct profile *p, const struct writer_opts *o, FILE *f);
 int samples__write_profile(const struct profile *p, const struct writer_opts *o, FILE *f);
+int svg__write_profile(const struct profile *p, const struct writer_opts *o, FILE *f);
 
 #endif

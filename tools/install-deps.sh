@@ -26,6 +26,9 @@ pkgs="$pkgs binutils gawk util-linux python3 debuginfod iproute2"
 # golang-go: go tool pprof, the reader --format pprof is written for; the
 # test reads the profile back with it (-raw, -top: offline)
 pkgs="$pkgs golang-go"
+# chromium (headless): tests/integration/svg.sh has a real browser draw the
+# flame graph and run its search and zoom scripts
+pkgs="$pkgs chromium"
 if [ "${1:-}" = "--bench" ]; then
 	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine"
 fi

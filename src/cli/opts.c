@@ -151,6 +151,7 @@ void opts__usage(FILE *f)
 "                           pid, tid and comm (implies --mode stream);\n"
 "                           pprof: gzip-compressed profile.proto for go tool\n"
 "                           pprof, Pyroscope and Grafana (needs -o FILE);\n"
+"                           svg: an interactive flame graph for any browser;\n"
 "                           docs/formats.md describes each format\n"
 "      --top N              rows of --format top (default %d)\n"
 "      --inverted           --format svg: an icicle graph, roots at the top\n"

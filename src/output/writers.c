@@ -11,6 +11,8 @@ static const struct writer writers[] = {
 	  samples__write_profile },
 	{ "pprof", "gzip-compressed profile.proto for go tool pprof, Pyroscope, Grafana", true,
 	  false, pprof__write_profile },
+	{ "svg", "an interactive flame graph (--inverted: icicle), for any web browser", false,
+	  false, svg__write_profile },
 };
 
 const struct writer *writer__find(const char *name)
