@@ -292,6 +292,15 @@ static int forget(struct agent *a)
 	return err;
 }
 
+static uint64_t lost_since(const struct sampler_stats *now, const struct sampler_stats *last)
+{
+	uint64_t n = 0;
+
+	for (int i = BPFS_STAT_LOST_COUNTS_FULL; i <= BPFS_STAT_LOST_RING_FULL; i++)
+		n += now->stat[i] - last->stat[i];
+	return n;
+}
+
 static const char *hhmmss(uint64_t unix_ns, char *buf, size_t size)
 {
 	time_t t = unix_ns / 1000000000ULL;
@@ -323,11 +332,13 @@ static int close_window(struct agent *a, uint64_t until_unix)
 	a->metrics.windows_written += files;
 	a->metrics.processes_tracked = ys.procs_live;
 	metrics__sample_self(&a->metrics);
-	p_info("window %s +%.1f s: %" PRIu64 " samples, %zu profiles written; "
+	p_info("window %s +%.1f s: %" PRIu64 " samples, %" PRIu64 " lost, %zu profiles written; "
 	       "%" PRIu64 " processes, %" PRIu64 " files held, %zu stack segments; RSS %.1f MB, "
 	       "CPU %.2f s",
 	       hhmmss(a->from_unix_ns, stamp, sizeof(stamp)),
-	       (a->until_unix_ns - a->from_unix_ns) / 1e9, st.stat[BPFS_STAT_TAKEN] - a->last.stat[BPFS_STAT_TAKEN], files, ys.procs_live,
+	       (a->until_unix_ns - a->from_unix_ns) / 1e9,
+	       st.stat[BPFS_STAT_TAKEN] - a->last.stat[BPFS_STAT_TAKEN], lost_since(&st, &a->last),
+	       files, ys.procs_live,
 	       ys.files_held, stream__nr_segments(a->stream), a->metrics.rss_bytes / 1e6,
 	       a->metrics.cpu_seconds);
 	a->last = st;
