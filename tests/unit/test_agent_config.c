@@ -103,6 +103,8 @@ static void test_bad_files(void)
 	expect_bad("interval\n", "option that needs a value given none");
 	expect_bad("user-only = maybe\n", "flag with a value");
 	expect_bad("inter val = 3\n", "space in the name");
+	/* '#' starts a comment only at the start of a line. */
+	expect_bad("user-only  # trailing comment\n", "a comment after a flag");
 }
 
 static void test_load_file_and_ownership(void)
