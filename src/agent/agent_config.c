@@ -94,6 +94,9 @@ static int parse_line(char *line, const char *raw, const char *file, int lineno,
 		if (name[0] == '-' && valid_name(name + strspn(name, "-")))
 			p_err("config %s: line %d: '%s': write the option name without dashes",
 			      file, lineno, raw);
+		else if (strchr(name, '#'))
+			p_err("config %s: line %d: '%s': a comment goes on a line of its own",
+			      file, lineno, raw);
 		else
 			p_err("config %s: line %d: '%s': expected name = value", file, lineno, raw);
 		return -EINVAL;

@@ -10,6 +10,7 @@
 
 #include "agent_config.h"
 #include "log.h"
+#include "opts.h"
 #include "vec.h"
 #include "unit.h"
 
@@ -102,6 +103,8 @@ static void test_bad_files(void)
 	expect_bad("interval\n", "option that needs a value given none");
 	expect_bad("user-only = maybe\n", "flag with a value");
 	expect_bad("inter val = 3\n", "space in the name");
+	/* '#' starts a comment only at the start of a line. */
+	expect_bad("user-only  # trailing comment\n", "a comment after a flag");
 }
 
 static void test_load_file_and_ownership(void)
@@ -143,6 +146,36 @@ static void test_load_file_and_ownership(void)
 	CHECK(agent_config__check_owner("x", &st, 1000) == -EPERM, "a directory");
 }
 
+/* The example shipped in dist/ is read by the real option parser: it cannot
+ * name an option that does not exist or a value the parser refuses. */
+static void test_example_config(void)
+{
+	const char *path = "dist/agent.conf.example";
+	struct vec args = VEC_INIT(char *);
+	char **argv;
+	struct opts o;
+
+	if (access(path, R_OK))
+		SKIP_TEST("dist/agent.conf.example not found: run from the source tree");
+	CHECK(agent_config__load(path, NULL, &args) == 0, "the example loads");
+	CHECK(args.nr >= 5, "settings: %zu", args.nr);
+	argv = calloc(args.nr + 3, sizeof(*argv));
+	if (!argv)
+		return;
+	argv[0] = "bpfsampler";
+	argv[1] = "agent";
+	for (size_t i = 0; i < args.nr; i++)
+		argv[i + 2] = *(char **)vec__at(&args, i);
+	optind = 1;
+	CHECK(opts__parse(&o, (int)args.nr + 2, argv) == OPTS_RUN, "bpfsampler agent accepts it");
+	CHECK(o.agent.on && o.freq == 99 && o.agent.interval == 15 && o.agent.max_series == 64,
+	      "values: freq %u interval %g max-series %u", o.freq, o.agent.interval,
+	      o.agent.max_series);
+	opts__free(&o);
+	free(argv);
+	agent_config__free_args(&args);
+}
+
 int main(void)
 {
 	log_set_level(LOG_ERROR);
@@ -150,5 +183,6 @@ int main(void)
 	RUN(test_getopt_reads_them);
 	RUN(test_bad_files);
 	RUN(test_load_file_and_ownership);
+	RUN(test_example_config);
 	UNIT_EXIT();
 }
