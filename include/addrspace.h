@@ -57,11 +57,16 @@ void addrspace__free(struct addrspace *as);
 /* Mappings are followed as they are made (the sampler says so once it has
  * started): addrspace__note_mapping() is called for each. */
 void addrspace__set_tracking(struct addrspace *as, bool on);
-/* A process was seen (again): read its mappings while it is alive. A new
+/* A process was seen (again): its mappings are read while it is alive
+ * (addrspace__read_announced). A new
  * address space (mm, 0: unknown) means it exec'd. ppid (0: unknown) lends
  * its mappings to a child forked without exec whose own could not be read. */
 void addrspace__note_process(struct addrspace *as, int pid, int ppid, uint64_t mm,
 			     const char *comm);
+/* Reads the mappings of the processes announced since the last call (call
+ * after each drain of the rings: a short-lived process must be read while
+ * it lives, but not from inside the drain, where I/O would slow it). */
+void addrspace__read_announced(struct addrspace *as);
 /* Process pid mapped a file executable, or exec'd. The file is opened now,
  * while it is mapped. */
 void addrspace__note_mapping(struct addrspace *as, int pid, const struct as_mapping *am);

@@ -29,7 +29,13 @@ struct report_opts {
 	bool timer;	    /* the event is a clock: periods are ns */
 	uint64_t period;    /* the event's nominal period (0: frequency mode) */
 	double scale;	    /* periods x this (multiplexing); 0 or 1: none */
+	/* Called every REPORT_PROGRESS_KEYS keys (may be NULL): the agent
+	 * drains the rings while a window is named. */
+	void (*progress)(void *ctx);
+	void *progress_ctx;
 };
+
+#define REPORT_PROGRESS_KEYS 128
 
 struct report_stats {
 	uint64_t samples;	/* counted in folded lines, lost lines excluded */

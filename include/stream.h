@@ -71,6 +71,10 @@ int stream__for_each_count(struct stream *st, stream_count_fn cb, void *ctx);
  * exactly the samples of its time span however late they are drained.
  */
 int stream__set_window_end(struct stream *st, uint64_t end_ns);
+/* The open window is about to be read: from now on every sample counts in
+ * the next window, whatever its time (a completion of an older sample, at
+ * most a window late), so the rings can be drained while it is read. */
+void stream__seal(struct stream *st);
 /*
  * The open window was read (stream__for_each_count) and the BPF stacks
  * map emptied: its counts go, the next window's become the ones read, and
@@ -78,6 +82,12 @@ int stream__set_window_end(struct stream *st, uint64_t end_ns);
  * flat however many distinct stacks a long run sees.
  */
 int stream__next_window(struct stream *st, uint64_t next_end_ns);
+/* The BPF stacks map was emptied (sampler__clear_stacks): a segment sent
+ * from now on under an id already known replaces it. */
+void stream__stacks_cleared(struct stream *st);
+/* Stack records received since then: segments the BPF map holds now (less
+ * the few whose record was lost). */
+uint64_t stream__stacks_since_clear(const struct stream *st);
 /* A process exited: what the stream keeps of it goes. */
 void stream__forget_process(struct stream *st, uint32_t pid);
 size_t stream__nr_segments(const struct stream *st);

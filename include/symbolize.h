@@ -62,6 +62,9 @@ void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, uint64_
 			      const char *comm);
 void symbolizer__note_mapping(struct symbolizer *sym, int pid, const struct as_mapping *am);
 void symbolizer__set_tracking(struct symbolizer *sym, bool on);
+/* Reads the processes announced since (addrspace__read_announced): after
+ * every drain of the rings. */
+void symbolizer__read_announced(struct symbolizer *sym);
 /* Re-reads the mappings of processes announced since, and notes BPF
  * programs loaded since (call every few hundred ms while sampling, and once
  * at the end). */

@@ -201,6 +201,17 @@ static int split_by_service(struct agent *a, struct split *sp)
 	return err;
 }
 
+/* While a window is read, the rings are still drained (into the next
+ * window: the stream is sealed), and new processes announced are read at
+ * once: a short-lived one would be gone after the window. */
+static void keep_draining(void *ctx)
+{
+	struct agent *a = ctx;
+
+	sampler__poll(a->s, 0);
+	symbolizer__read_announced(a->sym);
+}
+
 /* The window's samples and losses of one event, into the metrics. */
 static void count_event(struct agent *a, const char *name, const uint64_t *stat)
 {
@@ -243,6 +254,8 @@ static int write_events(struct agent *a, const struct sampler_stats *st, size_t 
 			.timer = e->timer,
 			.period = e->attr.freq ? 0 : e->attr.sample_period,
 			.kernel_only = o->kernel_only,
+			.progress = keep_draining,
+			.progress_ctx = a,
 		};
 		struct report_stats rs;
 		struct split sp = {};
@@ -261,6 +274,7 @@ static int write_events(struct agent *a, const struct sampler_stats *st, size_t 
 			err = split_by_service(a, &sp);
 		}
 		for (size_t i = 0; !err && hashmap__next(sp.by_service, &i, &key, &val);) {
+			keep_draining(a);
 			err = write_window(a, e, key, val);
 			*files += !err;
 		}
@@ -281,10 +295,18 @@ static void forget_process(void *ctx, int pid)
 
 /* Between windows: what was per window goes, and what was per process or
  * file once it is gone. */
-static int forget(struct agent *a)
+static int clear_stacks(struct agent *a)
 {
 	size_t cleared;
 	int err = sampler__clear_stacks(a->s, &cleared);
+
+	stream__stacks_cleared(a->stream);
+	return err;
+}
+
+static int forget(struct agent *a)
+{
+	int err = clear_stacks(a);
 
 	if (!err)
 		err = stream__next_window(a->stream, a->until_mono_ns);
@@ -321,9 +343,9 @@ static int close_window(struct agent *a, uint64_t until_unix)
 
 	a->until_unix_ns = until_unix;
 	/* everything taken before the end is in the rings by now */
-	while (sampler__poll(a->s, 0) > 0)
-		;
+	keep_draining(a);
 	symbolizer__refresh(a->sym);
+	stream__seal(a->stream);
 	err = sampler__stats(a->s, &st);
 	if (!err)
 		err = write_events(a, &st, &files);
@@ -501,10 +523,17 @@ int agent__run(const struct opts *o)
 		}
 		if (sampler__poll(a.s, 100) < 0)
 			break;
+		symbolizer__read_announced(a.sym);
 		if (now >= next_refresh) {
 			symbolizer__refresh(a.sym);
 			next_refresh = now + 0.25;
 		}
+		/* Distinct stacks of short-lived processes (each with its own
+		 * addresses) can fill the BPF map within a window: emptied
+		 * when half full, it never is (docs/design.md, "The agent"). */
+		if (stream__stacks_since_clear(a.stream) * 2 >= o->stack_entries &&
+		    (err = clear_stacks(&a)))
+			goto out;
 		if (clock_ns(CLOCK_MONOTONIC) < a.until_mono_ns + CLOSE_LAG_NS)
 			continue;
 		err = close_window(&a, a.until_unix_ns);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,11 +19,14 @@ struct cpu_seq {
 	uint64_t last; /* 0: nothing seen yet */
 };
 
-/* A stack segment, with the window it last came in (windows: see
- * stream__next_window). */
+/* A stack segment, with the window it came in (stream__next_window) and
+ * the BPF map's clear generation it was stored in (stream__stacks_cleared).
+ * Allocated to its frames only: most stacks are far shorter than a
+ * segment's 127 frames, and a long run keeps thousands. */
 struct segment {
-	struct bpfs_stack s;
 	uint64_t window;
+	uint64_t gen;
+	struct bpfs_stack s; /* last: s.ips has s.nr entries */
 };
 
 struct stream {
@@ -32,6 +36,9 @@ struct stream {
 	struct hashmap *next_counts; /* the next window's (window_end set), or NULL */
 	uint64_t window_end;	  /* samples from then on count in the next window */
 	uint64_t window;	  /* windows closed so far */
+	uint64_t gen;		  /* times the BPF stacks map was emptied */
+	bool sealed;		  /* the open window is being read */
+	uint64_t cleared_at;	  /* stack records (and losses) at the last */
 	struct hashmap *comms;	  /* pid -> last comm (char[16]) */
 	struct cpu_seq *cpus;
 	size_t nr_cpus;
@@ -189,7 +196,7 @@ static int count(struct stream *st, const struct bpfs_rec_sample *r)
 
 	/* A sample of a window already closed (a completion that came late)
 	 * counts in the open one: never lost, at most a window late. */
-	if (st->window_end && r->time_ns >= st->window_end)
+	if (st->sealed || (st->window_end && r->time_ns >= st->window_end))
 		counts = st->next_counts;
 	stream__sample_key(r, &k);
 	v = hashmap__find(counts, &k);
@@ -306,6 +313,22 @@ int stream__finish(struct stream *st)
 	return err;
 }
 
+static struct segment *segment__new(const struct bpfs_stack *s, uint64_t window, uint64_t gen)
+{
+	size_t nr = s->nr < BPFS_SEG_FRAMES ? s->nr : BPFS_SEG_FRAMES;
+	struct segment *seg = malloc(offsetof(struct segment, s.ips) + nr * sizeof(s->ips[0]));
+
+	if (!seg)
+		return NULL;
+	seg->window = window;
+	seg->gen = gen;
+	seg->s.parent = s->parent;
+	seg->s.nr = nr;
+	seg->s.pad = 0;
+	memcpy(seg->s.ips, s->ips, nr * sizeof(s->ips[0]));
+	return seg;
+}
+
 static int handle_stack(struct stream *st, const struct bpfs_rec_stack *r)
 {
 	struct segment *known, *seg;
@@ -316,11 +339,15 @@ static int handle_stack(struct stream *st, const struct bpfs_rec_stack *r)
 		return 0;
 	}
 	known = hashmap__find(st->segments, (void *)(uintptr_t)r->id);
-	if (known && known->window < st->window) {
-		/* The BPF map was emptied since (a window closed): the id may
-		 * now stand for another segment, the newer one is right. */
-		known->s = r->seg;
-		known->window = st->window;
+	if (known && known->gen < st->gen) {
+		/* The BPF map was emptied since: the id may now stand for
+		 * another segment (probing after a collision), the newer one
+		 * is right. */
+		seg = segment__new(&r->seg, st->window, st->gen);
+		if (!seg)
+			return -ENOMEM;
+		hashmap__set(st->segments, (void *)(uintptr_t)r->id, seg, NULL);
+		free(known);
 		return 0;
 	}
 	if (known) {
@@ -332,11 +359,9 @@ static int handle_stack(struct stream *st, const struct bpfs_rec_stack *r)
 			st->stats.conflicting_stacks++;
 		return 0;
 	}
-	seg = malloc(sizeof(*seg));
+	seg = segment__new(&r->seg, st->window, st->gen);
 	if (!seg)
 		return -ENOMEM;
-	seg->s = r->seg;
-	seg->window = st->window;
 	if (hashmap__set(st->segments, (void *)(uintptr_t)r->id, seg, NULL)) {
 		free(seg);
 		return -ENOMEM;
@@ -451,6 +476,7 @@ int stream__next_window(struct stream *st, uint64_t next_end_ns)
 	st->counts = st->next_counts;
 	st->next_counts = fresh;
 	st->window_end = next_end_ns;
+	st->sealed = false;
 	st->window++;
 	for (size_t i = 0; hashmap__next(st->segments, &i, &key, &val);) {
 		uint64_t *id;
@@ -470,6 +496,22 @@ int stream__next_window(struct stream *st, uint64_t next_end_ns)
 	st->stats.segments_forgotten += old.nr;
 	vec__free(&old);
 	return 0;
+}
+
+void stream__seal(struct stream *st)
+{
+	st->sealed = true;
+}
+
+void stream__stacks_cleared(struct stream *st)
+{
+	st->gen++;
+	st->cleared_at = st->stats.stack_records;
+}
+
+uint64_t stream__stacks_since_clear(const struct stream *st)
+{
+	return st->stats.stack_records - st->cleared_at;
 }
 
 void stream__forget_process(struct stream *st, uint32_t pid)
@@ -530,9 +572,8 @@ size_t stream__unwind(struct stream *st, uint64_t id, stream_fallback_fn fb, voi
 			}
 			seg = &tmp;
 			/* cache it: many samples share a segment */
-			copy = malloc(sizeof(*copy));
-			if (copy && (copy->s = tmp, copy->window = st->window,
-				     !hashmap__set(st->segments, (void *)(uintptr_t)id, copy, NULL)))
+			copy = segment__new(&tmp, st->window, st->gen);
+			if (copy && !hashmap__set(st->segments, (void *)(uintptr_t)id, copy, NULL))
 				seg = &copy->s;
 			else
 				free(copy);

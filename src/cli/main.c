@@ -100,6 +100,7 @@ static void sample_loop(struct sampler *s, const struct opts *o, struct command 
 		}
 		if (sampler__poll(s, timeout) < 0)
 			break;
+		symbolizer__read_announced(sym);
 		if (o->reader_delay_ms)
 			usleep(o->reader_delay_ms * 1000U);
 		if (now_s() >= next_refresh) {

@@ -211,7 +211,8 @@ static int add_key(void *ctx, const struct bpfs_count_key *k, const struct bpfs_
 
 	if (c->o->event >= 0 && k->event != (uint32_t)c->o->event)
 		return 0;
-	c->rs->keys++;
+	if (++c->rs->keys % REPORT_PROGRESS_KEYS == 0 && c->o->progress)
+		c->o->progress(c->o->progress_ctx);
 	c->rs->samples += v->samples;
 	err = count_distinct(c, k);
 	if (err)

@@ -57,12 +57,14 @@ struct proc {
 	bool dirty;		 /* announced since the last read */
 	bool refreshed;		 /* maps re-read once after a miss */
 	unsigned int gone;	 /* sweeps that found it exited */
+	bool queued;		 /* in addrspace.announced */
 	struct mapevent *events; /* followed mappings, sorted by gen */
 	size_t nr_events, cap_events;
 };
 
 struct addrspace {
 	struct hashmap *procs; /* pid -> struct proc */
+	struct vec announced;  /* pids to read at once (int) */
 	struct filecache *fc;
 	bool tracking;	       /* mappings followed as made */
 	struct addrspace_stats stats;
@@ -101,6 +103,7 @@ int addrspace__new(struct filecache *fc, struct addrspace **out)
 	if (!as)
 		return -ENOMEM;
 	as->fc = fc;
+	as->announced = VEC_INIT(int);
 	as->procs = hashmap__new(hashmap__hash_int, hashmap__equal_int);
 	if (!as->procs) {
 		free(as);
@@ -119,6 +122,7 @@ void addrspace__free(struct addrspace *as)
 	for (size_t i = 0; hashmap__next(as->procs, &i, NULL, &val);)
 		free_proc(as, val);
 	hashmap__free(as->procs);
+	vec__free(&as->announced);
 	free(as);
 }
 
@@ -330,16 +334,42 @@ void addrspace__note_process(struct addrspace *as, int pid, int ppid, uint64_t m
 	}
 	if (mm)
 		p->mm = mm;
-	if (p->eager++ < EAGER_READS)
-		load_maps(as, p);
-	else
+	if (p->eager++ < EAGER_READS) {
+		/* read as soon as the drain pass that brought this ends: no
+		 * I/O while records are drained, or a busy ring never is */
+		if (!p->queued) {
+			int *q = vec__push(&as->announced);
+
+			if (q) {
+				*q = pid;
+				p->queued = true;
+			} else {
+				load_maps(as, p);
+			}
+		}
+	} else {
 		p->dirty = true;
+	}
+}
+
+void addrspace__read_announced(struct addrspace *as)
+{
+	for (size_t i = 0; i < as->announced.nr; i++) {
+		struct proc *p = find_proc(as, *(int *)vec__at(&as->announced, i));
+
+		if (!p)
+			continue;
+		p->queued = false;
+		load_maps(as, p);
+	}
+	vec__clear(&as->announced);
 }
 
 void addrspace__refresh(struct addrspace *as)
 {
 	void *val;
 
+	addrspace__read_announced(as);
 	for (size_t i = 0; hashmap__next(as->procs, &i, NULL, &val);) {
 		struct proc *p = val;
 

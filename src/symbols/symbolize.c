@@ -74,6 +74,11 @@ void symbolizer__note_mapping(struct symbolizer *sym, int pid, const struct as_m
 	addrspace__note_mapping(sym->as, pid, am);
 }
 
+void symbolizer__read_announced(struct symbolizer *sym)
+{
+	addrspace__read_announced(sym->as);
+}
+
 void symbolizer__set_tracking(struct symbolizer *sym, bool on)
 {
 	addrspace__set_tracking(sym->as, on);
