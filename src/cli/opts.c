@@ -112,6 +112,8 @@ void opts__usage(FILE *f)
 "      --format FORMAT      folded (default): one line per distinct stack;\n"
 "                           samples: one line per sample, with its time, CPU,\n"
 "                           pid, tid and comm (implies --mode stream);\n"
+"                           top: the functions with the most samples, flat\n"
+"                           and cumulative, as pprof -top;\n"
 "                           docs/formats.md describes each format\n"
 "      --top N              rows of --format top (default %d)\n"
 "      --inverted           --format svg: an icicle graph, roots at the top\n"

@@ -8,6 +8,8 @@ static const struct writer writers[] = {
 	  folded__write_profile },
 	{ "samples", "one line per sample with its time, CPU, pid, tid and period", false, true,
 	  samples__write_profile },
+	{ "top", "the functions with the most samples, flat and cumulative (--top N rows)",
+	  false, false, top__write_profile },
 };
 
 const struct writer *writer__find(const char *name)
