@@ -17,6 +17,9 @@ pkgs="$pkgs libiberty-dev"
 # debuginfod-find) and iproute2 (loopback in the test's own network
 # namespace) to fetch debug files from a real server
 pkgs="$pkgs binutils gawk util-linux python3 debuginfod iproute2"
+# tests: g++ and rustc (Debian's 1.63, legacy mangling by default) build the
+# C++ and Rust workloads whose names tests/integration/demangle.sh checks
+pkgs="$pkgs g++ rustc"
 if [ "${1:-}" = "--bench" ]; then
 	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine"
 fi
