@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -343,6 +344,21 @@ static void print_summary(const struct run *r)
 	}
 }
 
+/*
+ * The BPF side never announces bpfsampler itself (loader_pid): reading our
+ * own maps as they change would announce us again, a loop. Our executable
+ * mappings are all there before sampling starts, so one read now names our
+ * frames like any process's; a library dlopen'ed later is found by the
+ * one re-read addrspace__find does on a miss.
+ */
+static void note_self(struct symbolizer *sym)
+{
+	char comm[17] = "bpfsampler";
+
+	prctl(PR_GET_NAME, comm);
+	symbolizer__note_process(sym, getpid(), 0, 0, comm);
+}
+
 /* symbolizer, stream, command, sampler: made in that order. */
 static int run_setup(struct run *r)
 {
@@ -385,6 +401,7 @@ static int run(const struct opts *o, struct outputs *outs)
 	 * sampling starts; any loaded from now on is named as it comes, so
 	 * one that unloads before the end keeps its name. */
 	symbolizer__refresh(r.sym);
+	note_self(r.sym);
 	err = sampler__start(r.s);
 	if (err)
 		goto out;
