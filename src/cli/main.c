@@ -347,7 +347,7 @@ static void print_summary(const struct run *r)
 /*
  * The BPF side never announces bpfsampler itself (loader_pid): reading our
  * own maps as they change would announce us again, a loop. Our executable
- * mappings are all there before sampling starts, so one read now names our
+ * mappings are all there when sampling starts, so one read then names our
  * frames like any process's; a library dlopen'ed later is found by the
  * one re-read addrspace__find does on a miss.
  */
@@ -401,7 +401,6 @@ static int run(const struct opts *o, struct outputs *outs)
 	 * sampling starts; any loaded from now on is named as it comes, so
 	 * one that unloads before the end keeps its name. */
 	symbolizer__refresh(r.sym);
-	note_self(r.sym);
 	err = sampler__start(r.s);
 	if (err)
 		goto out;
@@ -411,6 +410,8 @@ static int run(const struct opts *o, struct outputs *outs)
 		if (err)
 			goto out;
 	}
+	/* after the start: neither sampling nor the command waits for it */
+	note_self(r.sym);
 	p_info("sampling%s", o->duration ? "" : "; Ctrl-C to stop");
 	r.t0 = now_s();
 	r.start_unix_ns = now_unix_ns();
