@@ -16,7 +16,7 @@ struct profile;
 struct writer_opts {
 	bool annotate;	   /* folded: kernel frames get the _[k] suffix */
 	bool inverted;	   /* svg: an icicle graph (roots at the top) */
-	unsigned int top;  /* top: rows shown */
+	unsigned int top;  /* top: rows shown; 0: all */
 	const char *title; /* svg: the title; NULL: a default */
 };
 
@@ -38,5 +38,6 @@ const struct writer *writer__all(size_t *nr);
 int folded__write_profile(const struct profile *p, const struct writer_opts *o, FILE *f);
 int samples__write_profile(const struct profile *p, const struct writer_opts *o, FILE *f);
 int svg__write_profile(const struct profile *p, const struct writer_opts *o, FILE *f);
+int top__write_profile(const struct profile *p, const struct writer_opts *o, FILE *f);
 
 #endif

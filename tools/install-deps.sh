@@ -29,6 +29,9 @@ pkgs="$pkgs golang-go"
 # chromium (headless): tests/integration/svg.sh has a real browser draw the
 # flame graph and run its search and zoom scripts
 pkgs="$pkgs chromium"
+# tests: g++ and rustc (Debian's 1.63, legacy mangling by default) build the
+# C++ and Rust workloads whose names tests/integration/demangle.sh checks
+pkgs="$pkgs g++ rustc"
 if [ "${1:-}" = "--bench" ]; then
 	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine"
 fi

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -311,6 +312,21 @@ static void print_summary(const struct run *r)
 	}
 }
 
+/*
+ * The BPF side never announces bpfsampler itself (loader_pid): reading our
+ * own maps as they change would announce us again, a loop. Our executable
+ * mappings are all there when sampling starts, so one read then names our
+ * frames like any process's; a library dlopen'ed later is found by the
+ * one re-read addrspace__find does on a miss.
+ */
+static void note_self(struct symbolizer *sym)
+{
+	char comm[17] = "bpfsampler";
+
+	prctl(PR_GET_NAME, comm);
+	symbolizer__note_process(sym, getpid(), 0, 0, comm);
+}
+
 /* symbolizer, stream, command, sampler: made in that order. */
 static int run_setup(struct run *r)
 {
@@ -364,6 +380,8 @@ static int run(const struct opts *o, struct outputs *outs)
 		if (err)
 			goto out;
 	}
+	/* after the start: neither sampling nor the command waits for it */
+	note_self(r.sym);
 	p_info("sampling%s", o->duration ? "" : "; Ctrl-C to stop");
 	r.t0 = now_s();
 	r.start_unix_ns = now_unix_ns();

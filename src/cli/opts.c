@@ -152,6 +152,8 @@ void opts__usage(FILE *f)
 "                           pprof: gzip-compressed profile.proto for go tool\n"
 "                           pprof, Pyroscope and Grafana (needs -o FILE);\n"
 "                           svg: an interactive flame graph for any browser;\n"
+"                           top: the functions with the most samples, flat\n"
+"                           and cumulative, as pprof -top;\n"
 "                           docs/formats.md describes each format\n"
 "      --top N              rows of --format top (default %d)\n"
 "      --inverted           --format svg: an icicle graph, roots at the top\n"

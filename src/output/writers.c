@@ -13,6 +13,8 @@ static const struct writer writers[] = {
 	  false, pprof__write_profile },
 	{ "svg", "an interactive flame graph (--inverted: icicle), for any web browser", false,
 	  false, svg__write_profile },
+	{ "top", "the functions with the most samples, flat and cumulative (--top N rows)",
+	  false, false, top__write_profile },
 };
 
 const struct writer *writer__find(const char *name)

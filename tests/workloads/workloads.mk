@@ -14,7 +14,15 @@ WL_DEPFLAGS = -MMD -MP -MF $@.d
 WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recurse \
 	libwork.so uselib syscalls cache branch fork_short cpuburn jit \
 	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock bpf_spin \
-	churn churn_child)
+	churn churn_child cxxwork rustwork)
+# C++ and Rust names for the demangling tests. g++ at -O1 with frame
+# pointers; Debian's rustc (tools/install-deps.sh), not a rustup one earlier
+# on PATH: its default mangling (legacy, in 1.63) is what the test expects.
+CXX ?= g++
+RUSTC ?= $(firstword $(wildcard /usr/bin/rustc) rustc)
+WL_CXXFLAGS := -O1 -g -Wall -Wextra -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+	-fno-optimize-sibling-calls
+WL_RUSTFLAGS := -C force-frame-pointers=yes -C opt-level=1 -g
 
 workloads: $(WL_BINS)
 
@@ -62,6 +70,14 @@ $(WL_OUT)/shares-stripped: $(WL_OUT)/shares
 		mkdir -p $(WL_OUT)/debugroot/.build-id/$${id%"$${id#??}"} && \
 		objcopy --only-keep-debug $< $(WL_OUT)/debugroot/.build-id/$${id%"$${id#??}"}/$${id#??}.debug
 	$(Q)strip --strip-all -o $@ $<
+
+$(WL_OUT)/cxxwork: $(WL_SRC)/cxxwork.cpp $(WL_MK) | $(WL_OUT)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(WL_CXXFLAGS) $(WL_DEPFLAGS) $< -o $@
+
+$(WL_OUT)/rustwork: $(WL_SRC)/rustwork.rs $(WL_MK) | $(WL_OUT)
+	$(call msg,RUSTC,$@)
+	$(Q)$(RUSTC) $(WL_RUSTFLAGS) --crate-name rustwork $< -o $@
 
 $(WL_OUT)/%: $(WL_SRC)/%.c $(WL_MK) | $(WL_OUT)
 	$(call msg,CC,$@)

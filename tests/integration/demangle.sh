@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# C++ and Rust names demangled (libiberty), kept raw with --no-demangle,
+# and the same names in --format top. The workloads' ground truth is at the
+# top of tests/workloads/cxxwork.cpp and rustwork.rs.
+source "$(dirname "$0")/lib.sh"
+require_root demangle
+
+# share FILE COMM FRAME: FRAME's samples over COMM's, 4 decimals.
+share() {
+	local n t
+	comm_lines "$1" "$2" >"$1.only"
+	t=$(total "$1.only")
+	n=$(samples_with "$1.only" "$3")
+	awk -v n="$n" -v t="$t" 'BEGIN { printf "%.4f", t ? n / t : 0 }'
+}
+
+# at_least NAME GOT MIN: a share of at least MIN.
+at_least() {
+	if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g >= m) }'; then
+		pass "$1"
+	else
+		fail "$1" "share $2, expected at least $3"
+	fi
+}
+
+RELAX='geo::Grid<double>::relax(int)'
+CHURN='work::churn(int)'
+LAMBDA='work::churn(int)::{lambda(int)#1}::operator()(int) const'
+
+profile "$TMP/cxx.folded" -F 999 -- "$W/cxxwork" 1.5 || fail "cxxwork run" "$(cat "$TMP/cxx.folded.err")"
+at_least "C++: class template method demangled" "$(share "$TMP/cxx.folded" cxxwork "$RELAX")" 0.35
+at_least "C++: lambda demangled" "$(share "$TMP/cxx.folded" cxxwork "$LAMBDA")" 0.35
+n=$(samples_matching "$TMP/cxx.folded" '^cxxwork;.*;main;work::churn[(]int[)];work::churn[(]int[)]::[{]lambda')
+[ "$n" -gt 300 ] && pass "C++: lambda under its function ($n)" ||
+	fail "C++: lambda under its function" "$n samples: $(grep -m3 lambda "$TMP/cxx.folded")"
+n=$(samples_matching "$TMP/cxx.folded" '(^|;)_Z')
+[ "$n" -eq 0 ] && pass "C++: no mangled name left" ||
+	fail "C++: no mangled name left" "$(grep -m3 -E '(^|;)_Z' "$TMP/cxx.folded")"
+
+profile "$TMP/cxxraw.folded" -F 999 --no-demangle -- "$W/cxxwork" 1.5 ||
+	fail "cxxwork --no-demangle run" "$(cat "$TMP/cxxraw.folded.err")"
+at_least "C++ --no-demangle: _ZN3geo4GridIdE5relaxEi" \
+	"$(share "$TMP/cxxraw.folded" cxxwork _ZN3geo4GridIdE5relaxEi)" 0.35
+at_least "C++ --no-demangle: _ZZN4work5churnEiENKUliE_clEi" \
+	"$(share "$TMP/cxxraw.folded" cxxwork _ZZN4work5churnEiENKUliE_clEi)" 0.35
+n=$(samples_matching "$TMP/cxxraw.folded" 'geo::|work::')
+[ "$n" -eq 0 ] && pass "C++ --no-demangle: no demangled name" ||
+	fail "C++ --no-demangle: no demangled name" "$(grep -m3 -E 'geo::|work::' "$TMP/cxxraw.folded")"
+
+profile "$TMP/rs.folded" -F 999 -- "$W/rustwork" 1.5 || fail "rustwork run" "$(cat "$TMP/rs.folded.err")"
+at_least "Rust legacy: rustwork::geo::relax" "$(share "$TMP/rs.folded" rustwork rustwork::geo::relax)" 0.35
+at_least "Rust legacy: rustwork::geo::deep::smooth" \
+	"$(share "$TMP/rs.folded" rustwork rustwork::geo::deep::smooth)" 0.35
+n=$(samples_matching "$TMP/rs.folded" '^rustwork;.*;rustwork::main;rustwork::geo::relax$')
+[ "$n" -gt 300 ] && pass "Rust legacy: relax under rustwork::main, no hash ($n)" ||
+	fail "Rust legacy: relax under rustwork::main, no hash" "$n: $(grep -m3 relax "$TMP/rs.folded")"
+
+profile "$TMP/rsraw.folded" -F 999 --no-demangle -- "$W/rustwork" 1.5 ||
+	fail "rustwork --no-demangle run" "$(cat "$TMP/rsraw.folded.err")"
+n=$(samples_matching "$TMP/rsraw.folded" ';_ZN8rustwork3geo5relax17h[0-9a-f]{16}E$')
+[ "$n" -gt 300 ] && pass "Rust --no-demangle: _ZN8rustwork3geo5relax17h...E ($n)" ||
+	fail "Rust --no-demangle: _ZN8rustwork3geo5relax17h...E" "$n: $(grep -m3 relax "$TMP/rsraw.folded")"
+n=$(samples_matching "$TMP/rsraw.folded" 'rustwork::')
+[ "$n" -eq 0 ] && pass "Rust --no-demangle: no demangled name" ||
+	fail "Rust --no-demangle: no demangled name" "$(grep -m3 rustwork:: "$TMP/rsraw.folded")"
+
+# --format top shows the same names: the two burning functions lead.
+profile "$TMP/cxx.top" -F 999 --format top --top 5 -- "$W/cxxwork" 1 ||
+	fail "cxxwork --format top run" "$(cat "$TMP/cxx.top.err")"
+rows=$(sed -n '3,4p' "$TMP/cxx.top" | sed -E 's/^ *([^ ]+ +){5}//' | sort | tr '\n' '|')
+[ "$rows" = "$RELAX|$LAMBDA|" ] && head -n1 "$TMP/cxx.top" | grep -q '; showing 5 of ' &&
+	pass "--format top: the two C++ functions lead" ||
+	fail "--format top: the two C++ functions lead" "$(head -5 "$TMP/cxx.top")"
