@@ -195,6 +195,16 @@ const struct mapped_file *filecache__open(struct filecache *fc, int pid,
 			     sb.st_mtim.tv_nsec == r->mtime.tv_nsec))) {
 		r->refs++;
 		r->idle = 0;
+		/* Its symbols could not be read last time (a process that
+		 * exited while they were read through its map_files): this
+		 * one may let us, or every later process of the file would
+		 * go unnamed. */
+		if (found && !r->pub.st) {
+			r->mtime = sb.st_mtim;
+			read_file(fc, r, path);
+			if (r->pub.st)
+				fc->stats.unreadable--;
+		}
 		return &r->pub;
 	}
 	r = calloc(1, sizeof(*r));

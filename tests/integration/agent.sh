@@ -10,7 +10,7 @@ require_root
 
 export HOME=$TMP/home GOCACHE=$TMP/gocache GOFLAGS=-mod=mod
 mkdir -p "$HOME"
-pprof_raw() { go tool pprof -raw "$1" 2>/dev/null; }
+pprof_raw() { go tool pprof -symbolize=none -raw "$1" 2>/dev/null; }
 
 # --- windows ---------------------------------------------------------------
 D=$TMP/spool

@@ -34,32 +34,22 @@ if [ "$n" -ge 10 ] && [ "$lost" = 0 ]; then
 else
 	fail "no sample lost after the warm-up" "$n windows, $lost lost: $(grep 'lost_total{' "$TMP/m.prom" | grep -v ' 0$')"
 fi
-# Flat: after the warm-up RSS moves by less than 10% (a leak of one
+# Flat: after the warm-up RSS moves by less than 15%, under 64 MB (the
+# heap breathes with the stack segments of the window; a leak of one
 # process's or file's state would add ~10 MB over 9000 processes).
-if awk -v a="$rss_min" -v b="$rss_max" 'BEGIN { exit !(a > 0 && b <= a * 1.10 && b < 64) }'; then
+if awk -v a="$rss_min" -v b="$rss_max" 'BEGIN { exit !(a > 0 && b <= a * 1.15 && b < 64) }'; then
 	pass "RSS flat under churn: $rss_min to $rss_max MB after the warm-up"
 else
 	fail "RSS flat under churn" "$rss_min to $rss_max MB; $(cat "$TMP/w" | tr '\n' ' ')"
 fi
 
-# Named: of the children's samples in their own code (the churn_child
-# copies), the share named (main;churn_work) in the last complete windows,
-# read back from the pprof files with go tool pprof. Much of a 5 ms
-# process's life is exec, ld.so and exit: those samples do not count here.
-last=$(ls "$D"/*.pb.gz | sed -E 's/.*\.([0-9T]+Z)\.pb\.gz$/\1/' | sort -u | tail -3 | head -2)
-files=$(for t in $last; do ls "$D"/*."$t".pb.gz; done | grep -E '\.(churn_[0-9]+|other)\.')
-go tool pprof -traces $files 2>/dev/null >"$TMP/traces"
-# a trace block: its count on the first frame line; named when it has
-# churn_work, unnamed when a frame is in a churn_NNNN file or an unknown one
-awk '/^-----------/ { if (n) { if (w) named += n; else if (u) unnamed += n }; n = 0; w = 0; u = 0; next }
-	/^ +[0-9]+ / && !n { n = $1 }
-	/churn_work/ { w = 1 }
-	/^ +\[(churn_[0-9]+|\[unknown file\])\]$/ { u = 1 }
-	END { if (n) { if (w) named += n; else if (u) unnamed += n }; printf "%d %d\n", named, unnamed }' \
-	"$TMP/traces" >"$TMP/named"
-read -r named unnamed <"$TMP/named"
-if [ "${named:-0}" -gt 200 ] && [ $((named * 100)) -ge $(((named + unnamed) * 95)) ]; then
-	pass "short-lived processes named: $named of $((named + unnamed)) samples in their own code"
+# Named: of the children's samples that have frames in their own binary
+# (the churn_child copies), the share whose frames there are all named, in
+# the pprof files as written (not symbolized again by a reader).
+python3 "$ROOT/tests/tools/pprof_named.py" '/churn_[0-9]+$' "$D"/*.pb.gz >"$TMP/named" 2>"$TMP/unnamed"
+read -r named all <"$TMP/named"
+if [ "${all:-0}" -gt 1000 ] && [ $((named * 100)) -ge $((all * 99)) ]; then
+	pass "short-lived processes named: $named of $all samples in their own code"
 else
-	fail "short-lived processes named" "$named named, $unnamed unnamed in the children's code"
+	fail "short-lived processes named" "$named of $all named; $(sort "$TMP/unnamed" | uniq -c | sort -rn | head -5)"
 fi

@@ -6,9 +6,11 @@ require_root formats
 # --- pprof: go tool pprof (Debian's golang-go) must accept the profile and
 # read back what we put in: types, period, build-IDs, functions, losses.
 # Offline only: -raw and -top, never -http; a HOME and caches of its own.
+# -symbolize=none: only the names bpfsampler wrote count (pprof would
+# otherwise name frames itself from the binaries on disk).
 gopprof() {
 	HOME=$TMP/home GOCACHE=$TMP/gocache GOPROXY=off PPROF_TMPDIR=$TMP \
-		timeout 60 go tool pprof "$@" 2>"$TMP/gopprof.err"
+		timeout 60 go tool pprof -symbolize=none "$@" 2>"$TMP/gopprof.err"
 }
 
 pprof_tests() {
