@@ -22,6 +22,7 @@ struct writer;
 #define BPFS_MAX_DEPTH_OPT 1024
 #define OPTS_DEFAULT_RING_SIZE (1U << 20)
 #define OPTS_DEFAULT_TOP 20
+#define OPTS_MAX_FORMATS 8
 
 enum opts_mode {
 	OPTS_MODE_DEFAULT = 0, /* chosen from measurements: see opts.c */
@@ -87,7 +88,10 @@ struct opts {
 	unsigned int ring_size;	 /* --ring-size, bytes per CPU */
 	unsigned int reader_delay_ms; /* --debug-reader-delay (tests only) */
 	enum opts_mode mode;	 /* --mode */
-	const struct writer *format; /* --format (writer.h) */
+	const struct writer *format; /* --format (writer.h): the first one */
+	const struct writer *formats[OPTS_MAX_FORMATS]; /* --format a,b,... */
+	size_t nr_formats;
+	bool timed;		 /* a format needs every sample with its time */
 	unsigned int top;	 /* --top: rows of --format top */
 	bool inverted;		 /* --inverted: svg as an icicle graph */
 	bool no_demangle;	 /* --no-demangle: names as in the symbol tables */

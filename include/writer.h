@@ -22,6 +22,7 @@ struct writer_opts {
 
 struct writer {
 	const char *name;    /* --format NAME */
+	const char *ext;     /* what %f in -o becomes: the file's extension */
 	const char *help;    /* what it is, for --help */
 	bool binary;	     /* not for a terminal: needs -o */
 	bool timed;	     /* needs every sample with its time (stream) */

@@ -134,29 +134,47 @@ static int close_rings(struct sampler *s, struct stream *stream)
  * for several, stdout without -o. Opened before sampling, so that a bad
  * path fails at once and not after a 30 s profile. */
 struct outputs {
-	FILE *f[BPFS_MAX_EVENTS];
-	char path[BPFS_MAX_EVENTS][4096];
+	FILE *f[BPFS_MAX_EVENTS][OPTS_MAX_FORMATS];
+	char path[BPFS_MAX_EVENTS][OPTS_MAX_FORMATS][4096];
 	size_t nr;
 };
 
+/* pattern with "%f" made the format's extension, into out[size]. */
+static void format_name(const char *pattern, const struct writer *w, char *out, size_t size)
+{
+	const char *f = strstr(pattern, "%f");
+
+	if (!f)
+		snprintf(out, size, "%s", pattern);
+	else
+		snprintf(out, size, "%.*s%s%s", (int)(f - pattern), pattern, w->ext, f + 2);
+}
+
 static int open_outputs(const struct opts *o, struct outputs *outs)
 {
+	char evname[4096];
+
 	outs->nr = o->events.nr;
 	for (size_t ev = 0; ev < outs->nr; ev++) {
-		if (!o->output) {
-			outs->f[ev] = stdout;
-			snprintf(outs->path[ev], sizeof(outs->path[ev]), "stdout");
-			continue;
-		}
-		if (outs->nr == 1)
-			snprintf(outs->path[ev], sizeof(outs->path[ev]), "%s", o->output);
-		else
-			events__output_name(o->output, &o->events.v[ev], outs->path[ev],
-					    sizeof(outs->path[ev]));
-		outs->f[ev] = fopen(outs->path[ev], "w");
-		if (!outs->f[ev]) {
-			p_err("cannot open output file %s: %s", outs->path[ev], strerror(errno));
-			return -errno;
+		for (size_t fm = 0; fm < o->nr_formats; fm++) {
+			char *path = outs->path[ev][fm];
+
+			if (!o->output) {
+				outs->f[ev][fm] = stdout;
+				snprintf(path, sizeof(outs->path[ev][fm]), "stdout");
+				continue;
+			}
+			if (outs->nr == 1)
+				snprintf(evname, sizeof(evname), "%s", o->output);
+			else
+				events__output_name(o->output, &o->events.v[ev], evname,
+						    sizeof(evname));
+			format_name(evname, o->formats[fm], path, sizeof(outs->path[ev][fm]));
+			outs->f[ev][fm] = fopen(path, "w");
+			if (!outs->f[ev][fm]) {
+				p_err("cannot open output file %s: %s", path, strerror(errno));
+				return -errno;
+			}
 		}
 	}
 	return 0;
@@ -165,8 +183,9 @@ static int open_outputs(const struct opts *o, struct outputs *outs)
 static void close_outputs(struct outputs *outs)
 {
 	for (size_t ev = 0; ev < outs->nr; ev++)
-		if (outs->f[ev] && outs->f[ev] != stdout)
-			fclose(outs->f[ev]);
+		for (size_t fm = 0; fm < OPTS_MAX_FORMATS; fm++)
+			if (outs->f[ev][fm] && outs->f[ev][fm] != stdout)
+				fclose(outs->f[ev][fm]);
 }
 
 static uint64_t now_unix_ns(void)
@@ -193,13 +212,15 @@ struct run {
 	uint64_t duration_ns;
 };
 
-static int write_profile(const struct run *r, const struct profile *p, size_t ev)
+static int write_profile(const struct run *r, const struct profile *p, size_t ev, size_t fm)
 {
 	const struct opts *o = r->o;
 	struct writer_opts wo = { .annotate = o->annotate, .inverted = o->inverted,
 				  .top = o->top };
-	FILE **out = &r->outs->f[ev];
-	int err = o->format->write(p, &wo, *out);
+	FILE **out = &r->outs->f[ev][fm];
+	double t0 = now_s();
+	int err = o->formats[fm]->write(p, &wo, *out);
+	long size = *out != stdout ? ftell(*out) : -1;
 
 	if (!err && *out == stdout && fflush(stdout))
 		err = -errno;
@@ -207,7 +228,10 @@ static int write_profile(const struct run *r, const struct profile *p, size_t ev
 		err = -errno;
 	*out = NULL;
 	if (err)
-		p_err("cannot write the profile to %s: %s", r->outs->path[ev], strerror(-err));
+		p_err("cannot write the profile to %s: %s", r->outs->path[ev][fm], strerror(-err));
+	else
+		p_info("%s written to %s in %.3f s (%ld bytes)", o->formats[fm]->name,
+		       r->outs->path[ev][fm], now_s() - t0, size);
 	return err;
 }
 
@@ -265,13 +289,14 @@ static int report_events(struct run *r)
 		err = profile__new(&(struct profile_opts){ .demangle = !o->no_demangle }, &p);
 		if (!err)
 			err = report__build(r->s, r->stream, r->sym, &ro, r->st.ev[ev].stat, p, &rs);
-		if (!err && o->format->timed)
+		if (!err && o->timed)
 			err = report__add_timed(r->s, r->stream, r->sym, &ro, p);
 		if (!err) {
 			profile__meta(p)->time_ns = r->start_unix_ns;
 			profile__meta(p)->duration_ns = r->duration_ns;
-			err = write_profile(r, p, ev);
 		}
+		for (size_t fm = 0; fm < o->nr_formats && !err; fm++)
+			err = write_profile(r, p, ev, fm);
 		if (!err) {
 			add_stats(&r->rs, &rs);
 			r->lines += folded_lines(p, o->annotate);
@@ -339,7 +364,7 @@ static int run_setup(struct run *r)
 				      .nr_debug_dirs = o->debug_dirs.nr },
 			      &r->sym);
 	if (!err)
-		err = stream__new(&(struct stream_opts){ .keep_samples = o->format->timed,
+		err = stream__new(&(struct stream_opts){ .keep_samples = o->timed,
 							 .on_process = on_process,
 							 .on_mapping = on_mapping,
 							 .ctx = r->sym },

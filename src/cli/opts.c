@@ -154,7 +154,10 @@ void opts__usage(FILE *f)
 "                           svg: an interactive flame graph for any browser;\n"
 "                           top: the functions with the most samples, flat\n"
 "                           and cumulative, as pprof -top;\n"
-"                           docs/formats.md describes each format\n"
+"                           docs/formats.md describes each format. Several,\n"
+"                           comma-separated, from one profile: -o with %%f,\n"
+"                           the format's extension (folded, samples, pb.gz,\n"
+"                           svg, top), e.g. --format folded,svg -o cpu.%%f\n"
 "      --top N              rows of --format top (default %d)\n"
 "      --inverted           --format svg: an icicle graph, roots at the top\n"
 "      --no-demangle        keep C++ and Rust names as in the symbol table\n"
@@ -331,10 +334,36 @@ static const char *formats_hint(void)
 	size_t nr, len;
 
 	w = writer__all(&nr);
-	len = snprintf(hint, sizeof(hint), "give ");
+	len = snprintf(hint, sizeof(hint), "give one or more of ");
 	for (size_t i = 0; i < nr && len < sizeof(hint); i++)
 		len += snprintf(hint + len, sizeof(hint) - len, "%s%s", i ? ", " : "", w[i].name);
 	return hint;
+}
+
+/* "pprof,svg": each once, known, at most OPTS_MAX_FORMATS. */
+static int parse_formats(struct opts *o, const char *arg)
+{
+	char buf[256], *save = NULL, *tok;
+
+	if (strlen(arg) >= sizeof(buf) || !*arg || arg[strlen(arg) - 1] == ',')
+		return -EINVAL;
+	snprintf(buf, sizeof(buf), "%s", arg);
+	o->nr_formats = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		const struct writer *w = writer__find(tok);
+
+		if (!w || o->nr_formats == OPTS_MAX_FORMATS)
+			return -EINVAL;
+		for (size_t i = 0; i < o->nr_formats; i++)
+			if (o->formats[i] == w)
+				return -EINVAL;
+		o->formats[o->nr_formats++] = w;
+		o->timed |= w->timed;
+	}
+	if (!o->nr_formats || strstr(arg, ",,"))
+		return -EINVAL;
+	o->format = o->formats[0];
+	return 0;
 }
 
 static enum opts_result bad(const char *what, const char *val, const char *hint)
@@ -459,8 +488,7 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 			return bad("--mode", arg, "give aggregate or stream");
 		break;
 	case OPT_FORMAT:
-		o->format = writer__find(arg);
-		if (!o->format)
+		if (parse_formats(o, arg))
 			return bad("--format", arg, formats_hint());
 		break;
 	case OPT_TOP:
@@ -610,7 +638,8 @@ static void opts__init(struct opts *o)
 	o->agent.app_name = "bpfsampler";
 	o->agent.max_series = AGENT_DEFAULT_MAX_SERIES;
 	o->freq = OPTS_DEFAULT_FREQ;
-	o->format = writer__find("folded");
+	o->format = o->formats[0] = writer__find("folded");
+	o->nr_formats = 1;
 	o->top = OPTS_DEFAULT_TOP;
 	o->max_depth = BPFS_MAX_DEPTH_OPT;
 	o->map_entries = OPTS_DEFAULT_MAP_ENTRIES;
@@ -652,7 +681,7 @@ static enum opts_result check_agent(struct opts *o)
 		      o->command[0]);
 		return OPTS_USAGE;
 	}
-	if (o->output || strcmp(o->format->name, "folded")) {
+	if (o->output || o->nr_formats > 1 || strcmp(o->format->name, "folded")) {
 		p_err("the agent writes pprof windows to --output-dir: drop -o and --format");
 		return OPTS_USAGE;
 	}
@@ -734,10 +763,9 @@ enum opts_result opts__parse(struct opts *o, int argc, char **argv)
 		p_err("-p and -t exclude each other: select processes or threads, not both");
 		return OPTS_USAGE;
 	}
-	if (o->format->timed) {
+	if (o->timed) {
 		if (o->mode == OPTS_MODE_AGGREGATE) {
-			p_err("--format %s needs every sample: use --mode stream (or no --mode)",
-			      o->format->name);
+			p_err("--format samples needs every sample: use --mode stream (or no --mode)");
 			return OPTS_USAGE;
 		}
 		o->mode = OPTS_MODE_STREAM;
@@ -746,6 +774,12 @@ enum opts_result opts__parse(struct opts *o, int argc, char **argv)
 	 * pipe (| gzip -d | protoc --decode_raw) is fine. */
 	if (o->format->binary && !o->output && isatty(STDOUT_FILENO)) {
 		p_err("--format %s writes binary: give -o FILE.pb.gz", o->format->name);
+		return OPTS_USAGE;
+	}
+	/* One file per format: never two formats mixed in one stream. */
+	if (o->nr_formats > 1 && (!o->output || !strstr(o->output, "%f"))) {
+		p_err("%zu formats give %zu files: name them with -o and %%f (the format's "
+		      "extension), e.g. -o cpu.%%f", o->nr_formats, o->nr_formats);
 		return OPTS_USAGE;
 	}
 	if (o->command && (o->pids.nr || o->tids.nr)) {

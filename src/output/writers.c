@@ -5,15 +5,15 @@
 #include "writer.h"
 
 static const struct writer writers[] = {
-	{ "folded", "one line per distinct stack, for flamegraph.pl (default)", false, false,
+	{ "folded", "folded", "one line per distinct stack, for flamegraph.pl (default)", false, false,
 	  folded__write_profile },
-	{ "samples", "one line per sample with its time, CPU, pid, tid and period", false, true,
+	{ "samples", "samples", "one line per sample with its time, CPU, pid, tid and period", false, true,
 	  samples__write_profile },
-	{ "pprof", "gzip-compressed profile.proto for go tool pprof, Pyroscope, Grafana", true,
+	{ "pprof", "pb.gz", "gzip-compressed profile.proto for go tool pprof, Pyroscope, Grafana", true,
 	  false, pprof__write_profile },
-	{ "svg", "an interactive flame graph (--inverted: icicle), for any web browser", false,
+	{ "svg", "svg", "an interactive flame graph (--inverted: icicle), for any web browser", false,
 	  false, svg__write_profile },
-	{ "top", "the functions with the most samples, flat and cumulative (--top N rows)",
+	{ "top", "top", "the functions with the most samples, flat and cumulative (--top N rows)",
 	  false, false, top__write_profile },
 };
 
