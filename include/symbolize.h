@@ -61,6 +61,12 @@ void symbolizer__free(struct symbolizer *sym);
 void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, uint64_t mm,
 			      const char *comm);
 void symbolizer__note_mapping(struct symbolizer *sym, int pid, const struct as_mapping *am);
+/* The same as the stream's callbacks (stream.h: on_process, on_mapping,
+ * ctx = the symbolizer): what the rings announce goes straight here. */
+struct bpfs_rec_map;
+void symbolizer__on_process(void *sym, uint32_t pid, uint32_t ppid, uint64_t mm,
+			    const char *comm);
+void symbolizer__on_mapping(void *sym, const struct bpfs_rec_map *r);
 void symbolizer__set_tracking(struct symbolizer *sym, bool on);
 /* Reads the processes announced since (addrspace__read_announced): after
  * every drain of the rings. */

@@ -95,25 +95,6 @@ static void set_window_end(struct agent *a, uint64_t after_unix)
 						       : now_mono;
 }
 
-static void on_process(void *ctx, uint32_t pid, uint32_t ppid, uint64_t mm, const char *comm)
-{
-	symbolizer__note_process(ctx, pid, ppid, mm, comm);
-}
-
-static void on_mapping(void *ctx, const struct bpfs_rec_map *r)
-{
-	symbolizer__note_mapping(ctx, r->pid,
-				 &(struct as_mapping){ .gen = r->gen,
-							.time_ns = r->time_ns,
-							.exec = r->flags & BPFS_MAP_F_EXEC,
-							.mm = r->mm,
-							.start = r->start,
-							.end = r->end,
-							.pgoff = r->pgoff,
-							.dev = r->dev,
-							.ino = r->ino });
-}
-
 /* Pyroscope's profile type for an event: "cpu" for the clocks. */
 static const char *profile_type(const struct event *e, char *buf, size_t size)
 {
@@ -456,8 +437,8 @@ static int agent__setup(struct agent *a)
 					      .nr_debug_dirs = o->debug_dirs.nr },
 				      &a->sym);
 	if (!err)
-		err = stream__new(&(struct stream_opts){ .on_process = on_process,
-							 .on_mapping = on_mapping,
+		err = stream__new(&(struct stream_opts){ .on_process = symbolizer__on_process,
+							 .on_mapping = symbolizer__on_mapping,
 							 .ctx = a->sym },
 				  &a->stream);
 	if (err)

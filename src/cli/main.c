@@ -48,25 +48,6 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void on_process(void *ctx, uint32_t pid, uint32_t ppid, uint64_t mm, const char *comm)
-{
-	symbolizer__note_process(ctx, pid, ppid, mm, comm);
-}
-
-static void on_mapping(void *ctx, const struct bpfs_rec_map *r)
-{
-	symbolizer__note_mapping(ctx, r->pid,
-				 &(struct as_mapping){ .gen = r->gen,
-							.time_ns = r->time_ns,
-							.exec = r->flags & BPFS_MAP_F_EXEC,
-							.mm = r->mm,
-							.start = r->start,
-							.end = r->end,
-							.pgoff = r->pgoff,
-							.dev = r->dev,
-							.ino = r->ino });
-}
-
 /* Set once sampling must end: the drain in progress stops at the next
  * record (records keep coming while we sample), until the final drain. */
 static volatile sig_atomic_t stop_draining;
@@ -365,8 +346,8 @@ static int run_setup(struct run *r)
 			      &r->sym);
 	if (!err)
 		err = stream__new(&(struct stream_opts){ .keep_samples = o->timed,
-							 .on_process = on_process,
-							 .on_mapping = on_mapping,
+							 .on_process = symbolizer__on_process,
+							 .on_mapping = symbolizer__on_mapping,
 							 .ctx = r->sym },
 				  &r->stream);
 	if (!err && o->command)

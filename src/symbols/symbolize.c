@@ -16,6 +16,9 @@
 #include "perfmap.h"
 #include "procmaps.h"
 #include "symbolize.h"
+#include <linux/types.h>
+
+#include "bpfsampler/sampler_abi.h"
 
 struct symbolizer {
 	struct addrspace *as;
@@ -72,6 +75,26 @@ void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, uint64_
 void symbolizer__note_mapping(struct symbolizer *sym, int pid, const struct as_mapping *am)
 {
 	addrspace__note_mapping(sym->as, pid, am);
+}
+
+void symbolizer__on_process(void *sym, uint32_t pid, uint32_t ppid, uint64_t mm,
+			    const char *comm)
+{
+	symbolizer__note_process(sym, pid, ppid, mm, comm);
+}
+
+void symbolizer__on_mapping(void *sym, const struct bpfs_rec_map *r)
+{
+	symbolizer__note_mapping(sym, r->pid,
+				 &(struct as_mapping){ .gen = r->gen,
+							.time_ns = r->time_ns,
+							.exec = r->flags & BPFS_MAP_F_EXEC,
+							.mm = r->mm,
+							.start = r->start,
+							.end = r->end,
+							.pgoff = r->pgoff,
+							.dev = r->dev,
+							.ino = r->ino });
 }
 
 void symbolizer__read_announced(struct symbolizer *sym)
