@@ -94,6 +94,8 @@ int spool__read(struct spool *sp, const char *name, void **data, size_t *len);
  * directories) before it returns. Returns 0, -ENOENT or -errno. */
 int spool__mark(struct spool *sp, const char *name, enum spool_state to);
 
+/* New retention limits (SIGHUP), applied at the next prune. */
+void spool__set_retention(struct spool *sp, uint64_t age_s, uint64_t bytes);
 void spool__stats(const struct spool *sp, struct spool_stats *st);
 const char *spool__dir(const struct spool *sp);
 

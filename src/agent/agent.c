@@ -56,7 +56,12 @@ static void on_hup(int sig)
 }
 
 struct agent {
-	const struct opts *o;
+	const struct opts *o;	   /* as at start: sampling */
+	struct agent_opts live;	   /* what SIGHUP may change */
+	struct opts reloaded;	   /* the options read at the last SIGHUP */
+	bool have_reloaded;
+	agent_reparse_fn reparse;
+	void *reparse_ctx;
 	char host[256];
 	struct symbolizer *sym;
 	struct stream *stream;
@@ -127,7 +132,7 @@ static int write_window(struct agent *a, const struct event *e, const char *serv
 
 	/* Pyroscope's name syntax: app.type{label=value,...} */
 	snprintf(series, sizeof(series), "%s.%s{service_name=%s,hostname=%s}",
-		 a->o->agent.app_name, profile_type(e, type, sizeof(type)), service, a->host);
+		 a->live.app_name, profile_type(e, type, sizeof(type)), service, a->host);
 	err = pprof__encode(p, &gz, &len);
 	if (!err)
 		err = spool__write(a->spool, &w, gz, len);
@@ -354,7 +359,7 @@ static int close_window(struct agent *a, uint64_t until_unix)
 /* The backlog to Pyroscope, the retention, the metrics: after each window. */
 static void after_window(struct agent *a, double push_budget_s)
 {
-	const struct agent_opts *ao = &a->o->agent;
+	const struct agent_opts *ao = &a->live;
 	struct spool_stats ss;
 	struct push_stats ps;
 
@@ -382,6 +387,8 @@ static void after_window(struct agent *a, double push_budget_s)
 
 static void agent__free(struct agent *a)
 {
+	if (a->have_reloaded)
+		opts__free(&a->reloaded);
 	metrics_server__free(a->server);
 	pusher__free(a->push);
 	spool__free(a->spool);
@@ -405,6 +412,25 @@ static void find_own_service(struct agent *a)
 	a->own_service = service_map__get(a->services, getpid(), comm);
 }
 
+static int new_pusher(struct agent *a, struct pusher **out)
+{
+	const struct agent_opts *ao = &a->live;
+
+	*out = NULL;
+	if (!ao->push)
+		return 0;
+	return pusher__new(&(struct push_opts){ .url = ao->push,
+						 .token_file = ao->token_file,
+						 .basic_auth_file = ao->basic_auth_file,
+						 .tenant = ao->tenant },
+			   out);
+}
+
+static bool same(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
 static int agent__setup(struct agent *a)
 {
 	const struct opts *o = a->o;
@@ -420,12 +446,8 @@ static int agent__setup(struct agent *a)
 						  .retain_bytes = ao->retain_size,
 						  .push = ao->push != NULL },
 			  &a->spool);
-	if (!err && ao->push)
-		err = pusher__new(&(struct push_opts){ .url = ao->push,
-							.token_file = ao->token_file,
-							.basic_auth_file = ao->basic_auth_file,
-							.tenant = ao->tenant },
-				  &a->push);
+	if (!err)
+		err = new_pusher(a, &a->push);
 	if (!err && ao->metrics_addr)
 		err = metrics_server__new(ao->metrics_addr, &a->server);
 	if (!err)
@@ -457,24 +479,57 @@ static int agent__setup(struct agent *a)
 	return err;
 }
 
-/* SIGHUP: the log is reopened (rotation), credentials read again. What
- * changes sampling needs a restart. */
+/* SIGHUP: the config file is read again with the command line, through
+ * the same parser as at start. Retention, push target and credentials,
+ * metrics file, application name and log file change at once; what
+ * changes sampling (-F, -e, -C, -p, ...) needs a restart, and is said. */
 static void agent__reload(struct agent *a)
 {
-	const struct agent_opts *ao = &a->o->agent;
+	struct agent_opts old = a->live;
+	struct opts next;
+	struct pusher *p;
 
-	if (ao->log_file && log_open(ao->log_file))
-		p_warn("cannot reopen the log %s: %s", ao->log_file, strerror(errno));
-	if (a->push && pusher__reload(a->push))
-		p_warn("kept the old push credentials");
-	p_info("reloaded: log reopened, push credentials read again (sampling options "
-	       "take effect at restart)");
+	if (!a->reparse || a->reparse(a->reparse_ctx, &next)) {
+		p_warn("reload: options not read again, the running ones stay");
+		return;
+	}
+	if (next.freq != a->o->freq || next.events.nr != a->o->events.nr ||
+	    next.period != a->o->period || next.cpus.nr != a->o->cpus.nr ||
+	    next.pids.nr != a->o->pids.nr || next.agent.interval != a->o->agent.interval)
+		p_warn("reload: sampling options and --interval take effect at the next start");
+	if (a->have_reloaded)
+		opts__free(&a->reloaded);
+	a->reloaded = next;
+	a->have_reloaded = true;
+	a->live = next.agent;
+	a->live.interval = old.interval;
+	a->live.output_dir = old.output_dir; /* the spool is locked: a restart moves it */
+	if (a->live.log_file && log_open(a->live.log_file))
+		p_warn("cannot reopen the log %s: %s", a->live.log_file, strerror(errno));
+	spool__set_retention(a->spool, a->live.retain_age, a->live.retain_size);
+	if (same(old.push, a->live.push) && same(old.token_file, a->live.token_file) &&
+	    same(old.basic_auth_file, a->live.basic_auth_file) && same(old.tenant, a->live.tenant)) {
+		if (a->push && pusher__reload(a->push))
+			p_warn("reload: kept the old push credentials");
+	} else if (!new_pusher(a, &p)) {
+		pusher__free(a->push);
+		a->push = p;
+	} else {
+		p_warn("reload: cannot push to %s as configured; pushing as before", a->live.push);
+		a->live.push = old.push;
+		a->live.token_file = old.token_file;
+		a->live.basic_auth_file = old.basic_auth_file;
+		a->live.tenant = old.tenant;
+	}
+	p_info("reloaded: retention %.0f s and %llu bytes, push %s, metrics file %s",
+	       a->live.retain_age, a->live.retain_size, a->live.push ? a->live.push : "off",
+	       a->live.metrics_file ? a->live.metrics_file : "off");
 }
 
-int agent__run(const struct opts *o)
+int agent__run(const struct opts *o, agent_reparse_fn reparse, void *ctx)
 {
 	struct sigaction stop = { .sa_handler = on_stop }, hup = { .sa_handler = on_hup };
-	struct agent a = { .o = o };
+	struct agent a = { .o = o, .live = o->agent, .reparse = reparse, .reparse_ctx = ctx };
 	double deadline = 0, next_refresh = 0;
 	int err;
 

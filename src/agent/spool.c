@@ -849,6 +849,12 @@ int spool__prune(struct spool *sp, uint64_t now_s)
 	return removed;
 }
 
+void spool__set_retention(struct spool *sp, uint64_t age_s, uint64_t bytes)
+{
+	sp->o.retain_age_s = age_s;
+	sp->o.retain_bytes = bytes;
+}
+
 void spool__stats(const struct spool *sp, struct spool_stats *st)
 {
 	*st = sp->st;

@@ -444,8 +444,36 @@ out:
 	return r;
 }
 
-static int run_agent(struct opts *o)
+/* What SIGHUP needs to read the options as at start; the strings of
+ * every reading stay until exit (options point into them; SIGHUP is rare). */
+struct reparse {
+	int argc;
+	char **argv;
+	struct vec configs; /* struct vec of char *, one per reading */
+};
+
+static int reparse_options(void *ctx, struct opts *out)
 {
+	struct reparse *rp = ctx;
+	struct vec *args = vec__push(&rp->configs);
+	enum opts_result r;
+
+	if (!args)
+		return -ENOMEM;
+	*args = VEC_INIT(char *);
+	r = opts__parse(out, rp->argc, rp->argv);
+	if (r == OPTS_RUN && out->agent.config)
+		r = parse_with_config(out, rp->argc, rp->argv, args);
+	if (r != OPTS_RUN) {
+		opts__free(out);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int run_agent(struct opts *o, int argc, char **argv)
+{
+	struct reparse rp = { .argc = argc, .argv = argv, .configs = VEC_INIT(struct vec) };
 	int err;
 
 	/* an agent's log says what it does, window by window, with the time */
@@ -455,8 +483,11 @@ static int run_agent(struct opts *o)
 		p_err("cannot open the log file %s: %s", o->agent.log_file, strerror(-err));
 		return EXIT_USAGE;
 	}
-	err = agent__run(o);
+	err = agent__run(o, reparse_options, &rp);
 	log_close();
+	for (size_t i = 0; i < rp.configs.nr; i++)
+		agent_config__free_args(vec__at(&rp.configs, i));
+	vec__free(&rp.configs);
 	if (err == -ENODEV)
 		return EXIT_USAGE;
 	return err ? 1 : 0;
@@ -496,7 +527,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (o.agent.on) {
-		err = run_agent(&o);
+		err = run_agent(&o, argc, argv);
 		opts__free(&o);
 		agent_config__free_args(&config_args);
 		return err;

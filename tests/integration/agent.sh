@@ -140,3 +140,30 @@ if ! grep -q "$token" <<<"$argv" && ! grep -q "$token" "$TMP/push.log"; then
 else
 	fail "the token stays secret" "argv: $argv"
 fi
+
+# --- SIGHUP: the config file read again, the log reopened ------------------
+D=$TMP/hup
+cat >"$TMP/agent.conf" <<CONF
+# as --name=value on the command line
+interval = 1
+freq = 99
+output-dir = $D
+metrics-file = $TMP/hup-a.prom
+log-file = $TMP/hup.log
+CONF
+chmod 600 "$TMP/agent.conf"
+"$BPFS" agent --config "$TMP/agent.conf" -d 8 &
+agent=$!
+sleep 3
+mv "$TMP/hup.log" "$TMP/hup.log.1" # what logrotate does
+sed -i "s|hup-a.prom|hup-b.prom|" "$TMP/agent.conf"
+kill -HUP $agent
+wait $agent
+rc=$?
+if [ $rc = 0 ] && [ -s "$TMP/hup-a.prom" ] && [ -s "$TMP/hup-b.prom" ] &&
+	grep -q 'window ' "$TMP/hup.log.1" && grep -q 'reloaded' "$TMP/hup.log" &&
+	grep -q 'window ' "$TMP/hup.log"; then
+	pass "SIGHUP: config read again (new metrics file), log reopened after rotation"
+else
+	fail "SIGHUP: config read again, log reopened" "rc $rc; $(ls "$TMP" | grep hup | tr '\n' ' '); $(tail -3 "$TMP/hup.log" 2>/dev/null)"
+fi

@@ -24,9 +24,11 @@ profile "$TMP/short.folded" -F 4000 -- "$W/fork_short" 100 30 || fail "short-liv
 all=$(comm_lines "$TMP/short.folded" fork_short >"$TMP/short.only"; total "$TMP/short.only")
 named=$(samples_matching "$TMP/short.only" ';main;child_burn(;|$)')
 unnamed=$(samples_matching "$TMP/short.only" '[[]unmapped[]]|[[]anon[]]|fork_short[+]0x')
+# The fork, the exit and the parent's loop are outside child_burn (6-9% of
+# the samples on a VM with slow page-table work): left out of the share.
+forkexit=$(samples_matching "$TMP/short.only" '_Fork|__fork|exit_group|ret_from_fork|;main$')
 if [ "$all" -gt 5000 ]; then
-	# a few samples of the fork itself are outside child_burn
-	within "100 short-lived children: main;child_burn" "$(awk -v a="$named" -v t="$all" 'BEGIN { printf "%.4f", a / t }')" 1 0.06
+	within "100 short-lived children: main;child_burn" "$(awk -v a="$named" -v t="$((all - forkexit))" 'BEGIN { printf "%.4f", a / t }')" 1 0.03
 	# at most a few samples at the fork or exit itself (address space
 	# being built or torn down) may stay unnamed: under 0.5%
 	[ $((unnamed * 200)) -lt "$all" ] &&
@@ -87,9 +89,11 @@ sleep 0.3
 kill -INT $bpfs
 wait $bpfs || fail "exited-first run" "$(cat "$TMP/exited.err")"
 all=$(comm_lines "$TMP/exited.folded" shares >"$TMP/exited.only"; total "$TMP/exited.only")
-# Left unnamed: at most the samples of the exec itself and of ld.so's entry
-# stub (hand-written assembly), well under 1%.
-unnamed=$(samples_matching "$TMP/exited.only" '[[]unmapped[]]|[[]anon[]]|[+]0x')
+# Left unnamed: at most the samples of the exec itself, well under 1%. ld.so's
+# entry stub (_start, hand-written assembly) has no symbol and rightly shows
+# as ld-linux-x86-64.so.2+0xOFF: not counted (with slow exec it is ~1%).
+unnamed=$(grep -vE '^shares;ld-linux[^;]*[+]0x[0-9a-f]+;' "$TMP/exited.only" >"$TMP/exited.nostub"
+	samples_matching "$TMP/exited.nostub" '[[]unmapped[]]|[[]anon[]]|[+]0x')
 named=$(samples_matching "$TMP/exited.only" ';main;run_shares;share_fn_[0-9]+(;|$)')
 if [ "$all" -gt 1000 ] && [ $((unnamed * 100)) -lt "$all" ] && [ $((named * 100)) -gt $((all * 90)) ]; then
 	pass "20 processes gone before the end: named ($unnamed of $all samples with an unnamed frame)"
