@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The push: spool windows to Grafana Pyroscope's HTTP ingest API
- * (POST URL/ingest?name=...&format=pprof, docs/agent-push.md), with
+ * (POST URL/ingest?name=...&format=pprof, docs/agent.md), with
  * per-series in-order delivery and backoff.
  */
 #ifndef BPFSAMPLER_PUSH_H

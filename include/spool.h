@@ -2,7 +2,7 @@
 /*
  * The spool: a directory of finished profile windows (gzip pprof files). It
  * is the agent's product when nothing is pushed and the backlog when
- * something is. Layout (docs/agent-push.md):
+ * something is. Layout (docs/agent.md):
  *
  *   DIR/NAME.pb.gz, DIR/NAME.meta            pending (or the product)
  *   DIR/sent/NAME.pb.gz, sent/NAME.meta      delivered

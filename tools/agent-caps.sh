@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Which capabilities the agent needs (docs/agent-ops.md, "Privileges"):
+# Which capabilities the agent needs (docs/agent.md, "Privileges"):
 # profiles, as uid 65534 with only a given capability set, three processes
 # of other users whose frames each need one kind of access: a binary in a
 # 0700 root directory, a JIT with a /tmp/perf-PID.map, a memfd executable.

@@ -374,7 +374,7 @@ static void after_window(struct agent *a, double push_budget_s)
 	if (a->push) {
 		pusher__stats(a->push, &ps);
 		a->metrics.windows_pushed = ps.delivered;
-		a->metrics.push_failures = ps.retried + ps.rejected;
+		a->metrics.push_failures = ps.retried; /* network, timeout, 5xx, 429 */
 		a->metrics.push_retries = ps.retried;
 		a->metrics.push_rejected = ps.rejected;
 	}

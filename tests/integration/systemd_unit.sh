@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # dist/bpfsampler-agent.service: systemd accepts it, and it says what
-# docs/agent-ops.md says about capabilities. Needs systemd-analyze only (no
+# docs/agent.md says about capabilities. Needs systemd-analyze only (no
 # root, no BPF, no running systemd).
 source "$(dirname "$0")/lib.sh"
 
 UNIT=$ROOT/dist/bpfsampler-agent.service
-DOC=$ROOT/docs/agent-ops.md
+DOC=$ROOT/docs/agent.md
 
 if ! command -v systemd-analyze >/dev/null; then
 	skip systemd_unit "systemd-analyze not installed (Debian: apt-get install systemd)"
@@ -55,7 +55,7 @@ if [ -n "$bounding" ] && [ "$bounding" = "$ambient" ] && [ "$bounding" = "$docum
 	pass "capabilities: unit and docs agree ($bounding)"
 else
 	fail "capabilities: unit and docs agree" \
-		"bounding: $bounding; ambient: $ambient; docs/agent-ops.md: $documented"
+		"bounding: $bounding; ambient: $ambient; docs/agent.md: $documented"
 fi
 case " $bounding " in
 *" CAP_SYS_ADMIN "*) fail "no CAP_SYS_ADMIN" "the bounding set grants it" ;;
