@@ -353,7 +353,13 @@ static int close_window(struct agent *a, uint64_t until_unix)
 	a->last = st;
 	a->from_unix_ns = a->until_unix_ns;
 	set_window_end(a, a->from_unix_ns);
-	return err ? err : forget(a);
+	if (!err)
+		err = forget(a);
+	/* A window frees most of what it allocated (profiles, segments,
+	 * processes gone): give the pages back, or the heap's free space only
+	 * grows with fragmentation over months. */
+	malloc_trim(0);
+	return err;
 }
 
 /* The backlog to Pyroscope, the retention, the metrics: after each window. */

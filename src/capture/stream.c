@@ -290,6 +290,12 @@ static int handle_complete(struct stream *st, const struct bpfs_rec_complete *c)
 			err = take_sample(st, &r);
 	}
 	pl->nr = kept;
+	/* a thread's list goes with its last pending sample: threads come and
+	 * go by the thousand on a busy host */
+	if (!kept && hashmap__delete(st->pending, (void *)(uintptr_t)(c->tid + 1UL), NULL, NULL)) {
+		free(pl->v);
+		free(pl);
+	}
 	return err;
 }
 
