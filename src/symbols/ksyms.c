@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ksyms.h"
+#include "vec.h"
 
 /* Every name and module name lives in one arena that grows while loading, so
  * entries hold arena offsets until the end and become pointers only once the
@@ -218,20 +219,17 @@ out:
 	return 0;
 }
 
+static unsigned long long ksym_addr(const void *e)
+{
+	return ((const struct ksym *)e)->addr;
+}
+
 const struct ksym *ksyms__find(const struct ksyms *ks, uint64_t addr)
 {
-	size_t lo = 0, hi = ks->nr;
+	/* the last symbol at or below addr contains it */
+	long i = bsearch_last_le(ks->syms, ks->nr, sizeof(*ks->syms), addr, ksym_addr);
 
-	/* the first symbol above addr; the one before it contains addr */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ks->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? &ks->syms[lo - 1] : NULL;
+	return i >= 0 ? &ks->syms[i] : NULL;
 }
 
 bool ksyms__hidden(const struct ksyms *ks)

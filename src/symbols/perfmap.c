@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "perfmap.h"
+#include "vec.h"
 
 struct entry {
 	uint64_t start, size;
@@ -94,21 +95,18 @@ int perfmap__load(const char *path, uid_t owner, struct perfmap **out)
 	return 0;
 }
 
+static unsigned long long entry_start(const void *e)
+{
+	return ((const struct entry *)e)->start;
+}
+
 const char *perfmap__find(const struct perfmap *pm, uint64_t addr)
 {
-	size_t lo = 0, hi = pm->nr;
+	long i = bsearch_last_le(pm->v, pm->nr, sizeof(*pm->v), addr, entry_start);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (pm->v[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || addr >= pm->v[lo - 1].start + pm->v[lo - 1].size)
+	if (i < 0 || addr >= pm->v[i].start + pm->v[i].size)
 		return NULL;
-	return pm->v[lo - 1].name;
+	return pm->v[i].name;
 }
 
 void perfmap__free(struct perfmap *pm)
