@@ -23,6 +23,8 @@ pkgs="$pkgs libmicrohttpd-dev"
 # debuginfod-find) and iproute2 (loopback in the test's own network
 # namespace) to fetch debug files from a real server
 pkgs="$pkgs binutils gawk util-linux python3 debuginfod iproute2"
+# systemd: systemd-analyze verifies the agent's unit (tests/integration/systemd_unit.sh)
+pkgs="$pkgs systemd"
 # golang-go: go tool pprof, the reader --format pprof is written for; the
 # test reads the profile back with it (-raw, -top: offline)
 pkgs="$pkgs golang-go"

@@ -564,8 +564,13 @@ int agent__run(const struct opts *o, agent_reparse_fn reparse, void *ctx)
 			reload = 0;
 			agent__reload(&a);
 		}
-		if (sampler__poll(a.s, 100) < 0)
+		err = sampler__poll(a.s, 100);
+		if (err < 0) {
+			p_err("cannot drain the rings: %s; writing the open window and stopping",
+			      strerror(-err));
 			break;
+		}
+		err = 0;
 		symbolizer__read_announced(a.sym);
 		if (now >= next_refresh) {
 			symbolizer__refresh(a.sym);
@@ -584,8 +589,13 @@ int agent__run(const struct opts *o, agent_reparse_fn reparse, void *ctx)
 			goto out;
 		after_window(&a, PUSH_BUDGET_S);
 	}
-	/* Stopping: the open window up to now is written like any other. */
-	err = close_window(&a, clock_ns(CLOCK_REALTIME));
+	/* Stopping: the open window up to now is written like any other; a
+	 * drain that failed stays the exit status. */
+	{
+		int cerr = close_window(&a, clock_ns(CLOCK_REALTIME));
+
+		err = err ? err : cerr;
+	}
 	after_window(&a, STOP_PUSH_BUDGET_S);
 	p_info("agent: stopped%s", stop_sig ? " by a signal" : "");
 out:

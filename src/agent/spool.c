@@ -352,20 +352,32 @@ cleanup:
 }
 
 /* First pass over one state directory: temporaries go, windows are indexed. */
+/* A state's directory, to list (its own fd: readdir moves the offset). */
+static DIR *open_state_dir(struct spool *sp, enum spool_state st)
+{
+	int fd = openat(sp->sfd[st], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return d;
+}
+
 static int scan_dir(struct spool *sp, enum spool_state st)
 {
 	struct dirent *de;
-	DIR *d;
-	int fd, err = 0;
+	DIR *d = open_state_dir(sp, st);
+	int err = 0;
 
-	fd = openat(sp->sfd[st], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
 	while (!err && (de = readdir(d))) {
 		if (!strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX))) {
 			if (!unlinkat(sp->sfd[st], de->d_name, 0))
@@ -384,17 +396,10 @@ static int remove_orphan_meta(struct spool *sp, enum spool_state st)
 {
 	char data[NAME_MAX + 1];
 	struct dirent *de;
-	DIR *d;
-	int fd;
+	DIR *d = open_state_dir(sp, st);
 
-	fd = openat(sp->sfd[st], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
 	while ((de = readdir(d))) {
 		size_t stem = strlen(de->d_name) - strlen(META_SUFFIX);
 		struct stat stb;
