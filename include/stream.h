@@ -45,7 +45,8 @@ struct stream_stats {
 	uint64_t conflicting_stacks; /* same id, other frames: kept the first */
 	uint64_t malformed;	/* too short or of unknown type: dropped */
 	uint64_t gaps;		/* records missing by sequence number */
-	uint64_t reordered;	/* records older than one already seen */
+	uint64_t late;		/* records that came after a later number (nesting) */
+	uint64_t reordered;	/* records seen twice or far too late: a bug */
 	uint64_t completions;	/* completion records */
 	uint64_t completed;	/* pending samples they completed */
 	uint64_t never_completed; /* pending samples left at the end */

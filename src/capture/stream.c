@@ -14,9 +14,16 @@ struct pending_list {
 	size_t nr, cap;
 };
 
-/* Per-CPU sequence tracking; CPUs are few, so a small growable array. */
+/* Per-CPU sequence tracking; CPUs are few, so a small growable array.
+ * A program in task context (a completion, a fork) takes its number and is
+ * interrupted by a sample before it reserves its ring slot: the sample's
+ * record then comes first, one number ahead of the one it jumped. So the
+ * numbers skipped recently are remembered, and one that turns up late fills
+ * its gap instead of being counted as missing. */
+#define SEQ_LATE_WINDOW 64
 struct cpu_seq {
-	uint64_t last; /* 0: nothing seen yet */
+	uint64_t last;	  /* highest number seen; 0: nothing seen yet */
+	uint64_t missing; /* bit i: number last - 1 - i not seen (yet) */
 };
 
 /* A stack segment, with the window it came in (stream__next_window) and
@@ -114,10 +121,17 @@ void stream__free(struct stream *st)
 	free(st);
 }
 
-/* A gap in one CPU's sequence numbers is records it could not reserve. */
+static uint64_t low_bits(uint64_t n)
+{
+	return n >= 64 ? ~0ULL : (1ULL << n) - 1;
+}
+
+/* A gap in one CPU's sequence numbers is records it could not reserve, or
+ * records still to come from a program that an interrupt nested in. */
 static int track_seq(struct stream *st, const struct bpfs_rec_hdr *h)
 {
 	struct cpu_seq *c;
+	uint64_t d, j;
 
 	if (h->cpu >= st->nr_cpus) {
 		size_t n = h->cpu + 1;
@@ -130,12 +144,23 @@ static int track_seq(struct stream *st, const struct bpfs_rec_hdr *h)
 		st->nr_cpus = n;
 	}
 	c = &st->cpus[h->cpu];
-	if (h->seq <= c->last) {
-		st->stats.reordered++; /* a CPU's ring is FIFO: should not happen */
+	if (h->seq > c->last) {
+		d = h->seq - c->last;
+		st->stats.gaps += d - 1;
+		/* last + 1 .. seq - 1 are missing now; last itself arrived
+		 * (or is the 0 before the first record) */
+		c->missing = (d >= 64 ? 0 : c->missing << d) | low_bits(d - 1);
+		c->last = h->seq;
 		return 0;
 	}
-	st->stats.gaps += h->seq - c->last - 1;
-	c->last = h->seq;
+	j = c->last - 1 - h->seq; /* h->seq < last here, or equal: */
+	if (h->seq < c->last && j < SEQ_LATE_WINDOW && (c->missing & (1ULL << j))) {
+		c->missing &= ~(1ULL << j);
+		st->stats.gaps--;
+		st->stats.late++;
+		return 0;
+	}
+	st->stats.reordered++; /* seen before, or too old: should not happen */
 	return 0;
 }
 
@@ -144,12 +169,15 @@ int stream__close_cpu(struct stream *st, uint32_t cpu, uint64_t last_seq)
 	struct bpfs_rec_hdr h = { .cpu = cpu, .seq = last_seq + 1 };
 	int err;
 
-	if (!last_seq)
+	if (!last_seq || (cpu < st->nr_cpus && last_seq <= st->cpus[cpu].last))
 		return 0;
 	/* as if a record numbered last_seq + 1 arrived: the gap before it */
 	err = track_seq(st, &h);
-	if (!err)
+	if (!err) {
+		/* last_seq itself never arrived either (unless it was last) */
+		st->cpus[cpu].missing = st->cpus[cpu].missing >> 1;
 		st->cpus[cpu].last = last_seq;
+	}
 	return err;
 }
 

@@ -466,9 +466,10 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 			"finished %" PRIu64 " samples; %" PRIu64 " samples never finished, %" PRIu64
 			" completions failed\n", ss->completions, ss->completed, ss->never_completed,
 			v[BPFS_STAT_COMPLETION_ERR]);
-	if (ss->malformed || ss->conflicting_stacks)
+	if (ss->malformed || ss->conflicting_stacks || ss->reordered)
 		fprintf(f, "  rings: %" PRIu64 " malformed records, %" PRIu64
-			" conflicting stack records\n", ss->malformed, ss->conflicting_stacks);
+			" conflicting stack records, %" PRIu64 " records out of order\n",
+			ss->malformed, ss->conflicting_stacks, ss->reordered);
 	if (rs->stacks_missing)
 		fprintf(f, "  %" PRIu64 " stack ids were not found in the stacks map\n",
 			rs->stacks_missing);

@@ -77,6 +77,46 @@ static void test_interleaved_cpus_and_gaps(void)
 	stream__free(st);
 }
 
+/* A fork or completion program takes number 2, an interrupt's sample takes
+ * 3 and reaches the ring first: 2 arrives late and is not a gap. */
+static void test_nested_record_arrives_late(void)
+{
+	struct stream *st = new_stream(false);
+	struct stream_stats ss;
+	struct bpfs_rec_sample r;
+	uint64_t seq[] = { 1, 3, 2, 4, 7, 5, 9, 8 }; /* 6 never comes */
+
+	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		r = sample(0, seq[i], 10 + i, 0, 1);
+		stream__handle(st, &r, sizeof(r));
+	}
+	stream__stats(st, &ss);
+	CHECK(ss.gaps == 1 && ss.late == 3 && ss.reordered == 0,
+	      "gaps %llu late %llu reordered %llu", (unsigned long long)ss.gaps,
+	      (unsigned long long)ss.late, (unsigned long long)ss.reordered);
+	r = sample(0, 3, 20, 0, 1); /* a number seen before is a bug, not late */
+	stream__handle(st, &r, sizeof(r));
+	r = sample(0, 6 + 100, 21, 0, 1); /* 10..105 missing */
+	stream__handle(st, &r, sizeof(r));
+	r = sample(0, 6, 22, 0, 1); /* 6 is now beyond the window */
+	stream__handle(st, &r, sizeof(r));
+	r = sample(0, 100, 23, 0, 1); /* still within it */
+	stream__handle(st, &r, sizeof(r));
+	stream__stats(st, &ss);
+	CHECK(ss.reordered == 2 && ss.late == 4 && ss.gaps == 1 + 96 - 1,
+	      "reordered %llu late %llu gaps %llu", (unsigned long long)ss.reordered,
+	      (unsigned long long)ss.late, (unsigned long long)ss.gaps);
+	/* the CPU spent 108: 107 and 108 never arrived */
+	CHECK(stream__close_cpu(st, 0, 108) == 0, "close");
+	stream__stats(st, &ss);
+	CHECK(ss.gaps == 1 + 95 + 2, "gaps after close %llu", (unsigned long long)ss.gaps);
+	r = sample(0, 104, 24, 0, 1); /* late, from before the close */
+	stream__handle(st, &r, sizeof(r));
+	stream__stats(st, &ss);
+	CHECK(ss.gaps == 1 + 95 + 1, "late after close %llu", (unsigned long long)ss.gaps);
+	stream__free(st);
+}
+
 static int fallback_none(void *ctx, uint64_t id, struct bpfs_stack *out)
 {
 	return -ENOENT;
@@ -232,6 +272,7 @@ static void test_aggregation_and_order(void)
 int main(void)
 {
 	RUN(test_interleaved_cpus_and_gaps);
+	RUN(test_nested_record_arrives_late);
 	RUN(test_stack_before_and_after);
 	RUN(test_lost_stack_record);
 	RUN(test_duplicates);
