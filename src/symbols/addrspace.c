@@ -239,10 +239,16 @@ static void load_perf_map(struct proc *p)
 		err = perfmap__load(path, p->uid, &pm);
 	}
 	if (err == -EPERM)
-		p_warn("ignoring %s: not owned by the process's user (uid %u) or root", path,
-		       (unsigned int)p->uid);
+		p_warn("ignoring %s: not a regular file owned by the process's user (uid %u) or "
+		       "root", path, (unsigned int)p->uid);
+	else if (err == -ELOOP)
+		p_warn("ignoring %s: a symbolic link (a perf map must be the file itself)", path);
 	if (err)
 		return;
+	if (perfmap__unread(pm))
+		p_warn("%s: read its first %lu MiB only, %" PRIu64 " bytes left unread (a perf "
+		       "map larger than that is not a JIT's)", path, PERFMAP_MAX_BYTES >> 20,
+		       perfmap__unread(pm));
 	perfmap__free(p->jit);
 	p->jit = pm;
 }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ struct entry {
 struct perfmap {
 	struct entry *v;
 	size_t nr;
+	uint64_t unread; /* bytes past PERFMAP_MAX_BYTES */
 };
 
 static int cmp_start(const void *a, const void *b)
@@ -47,57 +49,87 @@ static int add(struct perfmap *pm, size_t *cap, uint64_t start, uint64_t size, c
 	return 0;
 }
 
+/* Reads "START SIZE NAME" lines from f, at most PERFMAP_MAX_BYTES. */
+static int parse(FILE *f, uint64_t file_size, struct perfmap *pm)
+{
+	char *line = malloc(PERFMAP_LINE_MAX);
+	bool skip = false; /* the rest of a line longer than the buffer */
+	uint64_t done = 0;
+	size_t cap = 0;
+	int err = 0;
+
+	if (!line)
+		return -ENOMEM;
+	while (!err && fgets(line, PERFMAP_LINE_MAX, f)) {
+		size_t len = strlen(line);
+		bool whole = len && line[len - 1] == '\n';
+		uint64_t start, size;
+		int name_at = 0;
+
+		done += len;
+		if (done > PERFMAP_MAX_BYTES) {
+			pm->unread = file_size > done - len ? file_size - (done - len) : 1;
+			break;
+		}
+		if (skip || !whole) {
+			skip = !whole; /* a name longer than a line: not a JIT's */
+			continue;
+		}
+		if (sscanf(line, "%" SCNx64 " %" SCNx64 " %n", &start, &size, &name_at) < 2 ||
+		    !name_at)
+			continue;
+		line[len - 1] = '\0';
+		err = add(pm, &cap, start, size, line + name_at);
+	}
+	free(line);
+	return err;
+}
+
 int perfmap__load(const char *path, uid_t owner, struct perfmap **out)
 {
-	struct perfmap *pm;
-	size_t cap = 0, n = 0;
-	char *line = NULL;
+	struct perfmap *pm = NULL;
 	struct stat st;
-	int fd, err = 0;
-	FILE *f;
+	FILE *f = NULL;
+	int fd, err;
 
 	/* O_NOFOLLOW and fstat on what was opened: no symlink games */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_uid != owner && st.st_uid != 0)) {
-		close(fd);
-		return -EPERM;
+		err = -EPERM;
+		goto out;
 	}
 	f = fdopen(fd, "r");
 	pm = calloc(1, sizeof(*pm));
 	if (!f || !pm) {
-		if (f)
-			fclose(f);
-		else
-			close(fd);
-		free(pm);
-		return -ENOMEM;
+		err = -ENOMEM;
+		goto out;
 	}
-	while (!err && getline(&line, &n, f) > 0) {
-		uint64_t start, size;
-		int name_at = 0;
-
-		if (sscanf(line, "%" SCNx64 " %" SCNx64 " %n", &start, &size, &name_at) < 2 ||
-		    !name_at)
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		err = add(pm, &cap, start, size, line + name_at);
-	}
-	free(line);
-	fclose(f);
-	if (err) {
-		perfmap__free(pm);
-		return err;
-	}
+	fd = -1; /* f owns it */
+	err = parse(f, st.st_size, pm);
+	if (err)
+		goto out;
 	qsort(pm->v, pm->nr, sizeof(*pm->v), cmp_start);
 	*out = pm;
-	return 0;
+	pm = NULL;
+out:
+	perfmap__free(pm);
+	if (f)
+		fclose(f);
+	if (fd >= 0)
+		close(fd);
+	return err;
 }
 
 static unsigned long long entry_start(const void *e)
 {
 	return ((const struct entry *)e)->start;
+}
+
+uint64_t perfmap__unread(const struct perfmap *pm)
+{
+	return pm->unread;
 }
 
 const char *perfmap__find(const struct perfmap *pm, uint64_t addr)
