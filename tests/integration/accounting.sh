@@ -5,24 +5,6 @@
 source "$(dirname "$0")/lib.sh"
 require_root accounting
 
-# identity NAME FOLDED: the summary's buckets add up, and the folded lines
-# hold exactly the kept samples plus the [lost] lines.
-identity() {
-	local name=$1 f=$2 taken kept idle other lost lines_kept
-	taken=$(grep -oE '[0-9]+ samples taken' "$f.err" | grep -oE '^[0-9]+')
-	kept=$(summary_field "$f.err" "kept")
-	idle=$(summary_field "$f.err" "idle")
-	other=$(summary_field "$f.err" "not selected")
-	lost=$(grep '^\[lost\];' "$f" | awk '{ s += $NF } END { print s + 0 }')
-	lines_kept=$(grep -v '^\[lost\];' "$f" | awk '{ s += $NF } END { print s + 0 }')
-	if [ -n "$taken" ] && [ "$taken" -gt 0 ] && [ $((kept + idle + other + lost)) -eq "$taken" ] &&
-		[ "$lines_kept" -eq "$kept" ]; then
-		pass "$name: taken $taken = kept $kept + idle $idle + not selected $other + lost $lost"
-	else
-		fail "$name: accounting identity" "taken $taken, kept $kept, idle $idle, other $other, lost $lost, in lines $lines_kept"
-	fi
-}
-
 # A counts map of 4 entries: the samples that find it full spill to the
 # rings and are kept, not lost.
 profile "$TMP/full.folded" -F 4000 --map-entries 4 -- "$W/shares" 1 || fail "tiny map run"
@@ -33,19 +15,6 @@ spilled=$(grep -oE '[0-9]+ samples spilled' "$TMP/full.folded.err" | grep -oE '^
 	fail "counts map full: samples spill to the rings, none lost" "$(cat "$TMP/full.folded.err")"
 grep -q -- "--map-entries" "$TMP/full.folded.err" && pass "counts map full: summary says what to raise" ||
 	fail "counts map full: summary says what to raise" "$(cat "$TMP/full.folded.err")"
-
-# gaps_match NAME FILE: the loader saw as many sequence gaps as the BPF side
-# counted unsent records.
-gaps_match() {
-	local line
-	line=$(grep 'records not sent' "$2.err")
-	if [ -n "$line" ] && ! grep -q mismatch <<<"$line" &&
-		[ "$(grep -oE '[0-9]+ records not sent' <<<"$line" | grep -oE '^[0-9]+')" -gt 0 ]; then
-		pass "$1: every unsent record is a sequence gap ($line)"
-	else
-		fail "$1: every unsent record is a sequence gap" "$(cat "$2.err")"
-	fi
-}
 
 # Forced overflow: stream mode, 4 KiB rings, a reader that sleeps 300 ms.
 profile "$TMP/ring.folded" -F 4000 --mode stream --ring-size 4K --debug-reader-delay 300 \

@@ -93,3 +93,34 @@ summary_field() { # FILE.err REGEX -> first number after the regex
 # Our BPF programs currently loaded (bpftool names them by function).
 our_progs() { bpftool prog show 2>/dev/null | grep -cE ' name (on_sample|on_fork) '; }
 our_links() { bpftool link show 2>/dev/null | grep -c 'prog .*' ; }
+
+# identity NAME FOLDED: the summary's buckets add up, and the folded lines
+# hold exactly the kept samples plus the [lost] lines.
+identity() {
+	local name=$1 f=$2 taken kept idle other lost lines_kept
+	taken=$(grep -oE '[0-9]+ samples taken' "$f.err" | grep -oE '^[0-9]+')
+	kept=$(summary_field "$f.err" "kept")
+	idle=$(summary_field "$f.err" "idle")
+	other=$(summary_field "$f.err" "not selected")
+	lost=$(grep '^\[lost\];' "$f" | awk '{ s += $NF } END { print s + 0 }')
+	lines_kept=$(grep -v '^\[lost\];' "$f" | awk '{ s += $NF } END { print s + 0 }')
+	if [ -n "$taken" ] && [ "$taken" -gt 0 ] && [ $((kept + idle + other + lost)) -eq "$taken" ] &&
+		[ "$lines_kept" -eq "$kept" ]; then
+		pass "$name: taken $taken = kept $kept + idle $idle + not selected $other + lost $lost"
+	else
+		fail "$name: accounting identity" "taken $taken, kept $kept, idle $idle, other $other, lost $lost, in lines $lines_kept"
+	fi
+}
+
+# gaps_match NAME FILE: the loader saw as many sequence gaps as the BPF side
+# counted unsent records.
+gaps_match() {
+	local line
+	line=$(grep 'records not sent' "$2.err")
+	if [ -n "$line" ] && ! grep -q mismatch <<<"$line" &&
+		[ "$(grep -oE '[0-9]+ records not sent' <<<"$line" | grep -oE '^[0-9]+')" -gt 0 ]; then
+		pass "$1: every unsent record is a sequence gap ($line)"
+	else
+		fail "$1: every unsent record is a sequence gap" "$(cat "$2.err")"
+	fi
+}

@@ -7,6 +7,10 @@
  * ignored, or another user could plant names. Ground truth: the samples
  * are in jit_hot_loop (its caller is lost: the generated code keeps no
  * frame pointer).
+ *
+ * With JIT_WAIT=DIR in the environment it writes no map: it writes
+ * "PID START SIZE" to DIR/info and sleeps until DIR/go exists, so that a
+ * test can write the map (a hostile one) before the first sample.
  */
 #include <stdint.h>
 #include <string.h>
@@ -38,6 +42,21 @@ int main(int argc, char **argv)
 	if (mem == MAP_FAILED)
 		return 1;
 	memcpy(mem, code, sizeof(code));
+	if (getenv("JIT_WAIT")) {
+		char go[256];
+
+		snprintf(path, sizeof(path), "%.50s/info", getenv("JIT_WAIT"));
+		snprintf(go, sizeof(go), "%.50s/go", getenv("JIT_WAIT"));
+		f = fopen(path, "w");
+		if (!f)
+			return 1;
+		fprintf(f, "%d %lx %zx\n", getpid(), (unsigned long)(uintptr_t)mem, sizeof(code));
+		fclose(f);
+		while (access(go, F_OK))
+			usleep(10000);
+		run_jit((long (*)(long))mem, seconds);
+		return 0;
+	}
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
 	f = fopen(path, "w");
 	if (!f)

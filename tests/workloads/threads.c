@@ -63,14 +63,19 @@ int main(int argc, char **argv)
 
 	if (argc != 3)
 		usage_exit(USAGE);
-	n = arg_long(argv[1], 1, 4096, USAGE);
+	n = arg_long(argv[1], 1, 10000, USAGE);
 	seconds = arg_seconds(argv[2], USAGE);
 	t = calloc(n, sizeof(*t));
 	if (!t)
 		return 1;
 	end_time = clock_s(CLOCK_MONOTONIC) + seconds;
+	/* small stacks: 10,000 threads of 8 MiB would be 80 GiB of address space */
+	pthread_attr_t attr;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 << 10);
 	for (long i = 0; i < n; i++) {
-		err = pthread_create(&t[i], NULL, worker, (void *)i);
+		err = pthread_create(&t[i], &attr, worker, (void *)i);
 		if (err) {
 			fprintf(stderr, "threads: pthread_create: %s\n", strerror(err));
 			return 1;

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Storms and hostile input (issue #14): a fork storm keeps the accounting
+# exact; 10,000 threads; a stacks map filled by distinct deep stacks;
+# frame-pointer chains that loop or point into the kernel, a guard page or
+# nowhere; perf maps that are huge, garbage, a symlink or a FIFO, read for a
+# live JIT; a shared library truncated or with corrupt section headers.
+# (A binary visible only in another mount namespace: symbols.sh.)
+source "$(dirname "$0")/lib.sh"
+require_root storms
+
+# no_ring_trouble NAME FILE: no sequence mismatch and nothing out of order.
+no_ring_trouble() {
+	if ! grep -qE 'mismatch|[1-9][0-9]* records out of order' "$2.err"; then
+		pass "$1: every record accounted for by sequence number"
+	else
+		fail "$1: every record accounted for by sequence number" "$(cat "$2.err")"
+	fi
+}
+
+# peak_rss_kb PID: VmHWM of a live process.
+peak_rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+
+# --- A fork storm, system-wide, in both modes: every fork and exec runs our
+# programs in task context, where a sample can interrupt them.
+for mode in aggregate stream; do
+	"$BPFS" -F 4000 --mode "$mode" -d 4 -o "$TMP/fork-$mode.folded" 2>"$TMP/fork-$mode.folded.err" &
+	b=$!
+	sleep 0.5
+	n=$("$W/forkstorm" 3 | grep -oE '^[0-9]+')
+	wait "$b" || fail "fork storm ($mode): bpfsampler failed" "$(cat "$TMP/fork-$mode.folded.err")"
+	procs=$(summary_field "$TMP/fork-$mode.folded.err" "in")
+	[ "${n:-0}" -gt 3000 ] && [ "${procs:-0}" -gt 1000 ] &&
+		pass "fork storm ($mode): $n processes in 3 s, samples in $procs processes" ||
+		fail "fork storm ($mode): thousands of processes a second" "$n forked, $procs seen"
+	identity "fork storm ($mode)" "$TMP/fork-$mode.folded"
+	no_ring_trouble "fork storm ($mode)" "$TMP/fork-$mode.folded"
+done
+
+# --- 10,000 threads of one process, each named.
+profile "$TMP/threads.folded" -F 999 -- "$W/threads" 10000 3 ||
+	fail "10,000 threads: bpfsampler failed" "$(cat "$TMP/threads.folded.err")"
+identity "10,000 threads" "$TMP/threads.folded"
+named=$(awk -F';' '$1 ~ /^worker-[0-9]+$/ { print $1 }' "$TMP/threads.folded" | sort -u | wc -l)
+work=$(samples_with "$TMP/threads.folded" thread_work)
+all=$(grep -v '^\[lost\]' "$TMP/threads.folded" | awk -F';' '$1 ~ /^(worker-[0-9]+|threads)$/' |
+	awk '{ s += $NF } END { print s + 0 }')
+[ "$named" -gt 1000 ] && [ "$work" -gt $((all * 8 / 10)) ] &&
+	pass "10,000 threads: $named threads seen by name, $work of $all samples in thread_work" ||
+	fail "10,000 threads: threads named, samples in thread_work" "$named named, $work of $all"
+
+# --- Distinct deep stacks fill a stacks map of 512: losses counted, memory
+# bounded (bpfsampler's own peak RSS, the workload apart).
+"$W/stackfan" 4 &
+wl=$!
+"$BPFS" -F 999 --stack-entries 512 -d 2.5 -p "$wl" -o "$TMP/fan.folded" 2>"$TMP/fan.folded.err" &
+b=$!
+hwm=0
+while kill -0 "$b" 2>/dev/null; do
+	h=$(peak_rss_kb "$b")
+	[ -n "$h" ] && hwm=$h
+	sleep 0.2
+done
+wait "$b" || fail "stacks map full: bpfsampler failed" "$(cat "$TMP/fan.folded.err")"
+wait "$wl"
+identity "stacks map full" "$TMP/fan.folded"
+full=$(awk '/^\[lost\];\[stacks map full\] / { print $NF }' "$TMP/fan.folded")
+[ "${full:-0}" -gt 500 ] && grep -q -- '--stack-entries' "$TMP/fan.folded.err" &&
+	pass "stacks map full: $full samples lost as such, the summary says what to raise" ||
+	fail "stacks map full: losses counted and explained" "$(cat "$TMP/fan.folded.err")"
+[ "$hwm" -gt 0 ] && [ "$hwm" -lt $((96 * 1024)) ] &&
+	pass "stacks map full: bpfsampler peaked at $((hwm / 1024)) MB (bound 96)" ||
+	fail "stacks map full: bpfsampler's memory bounded" "VmHWM $hwm kB"
+
+# --- Frame pointers that are not: the walk stops within a frame or two,
+# never loops, never reads the kernel, never invents frames.
+profile "$TMP/badfp.folded" -F 999 -- "$W/badfp" 1.5 ||
+	fail "bad frame pointers: bpfsampler failed" "$(cat "$TMP/badfp.folded.err")"
+for fn in spin_loop spin_kernel spin_guard spin_odd; do
+	n=$(samples_with "$TMP/badfp.folded" "$fn")
+	# the user part of the stack: frames between the comm and the leaf
+	deep=$(awk -v f="$fn" '{
+		n = $NF; line = $0; sub(/ [0-9]+$/, "", line); k = split(line, a, ";")
+		for (i = 2; i <= k; i++) if (a[i] == f) { if (i - 2 > 2) s += n; break }
+	} END { print s + 0 }' "$TMP/badfp.folded")
+	junk=$(grep ";$fn" "$TMP/badfp.folded" | grep -cE '\[(kernel|unmapped)\]\+0x')
+	[ "$n" -gt 200 ] && [ "$deep" -eq 0 ] && [ "$junk" -eq 0 ] &&
+		pass "bad frame pointers: $fn ($n samples): the walk stops at once, no invented frames" ||
+		fail "bad frame pointers: $fn: the walk stops at once" "$n samples, $deep deeper than 2, $junk junk"
+done
+g=$(samples_matching "$TMP/badfp.folded" '[[]user stack unreadable[]];spin_guard($|;)')
+n=$(samples_with "$TMP/badfp.folded" spin_guard)
+[ "$g" -gt $((n * 9 / 10)) ] &&
+	pass "bad frame pointers: a frame pointer into a guard page is shown as unreadable ($g of $n)" ||
+	fail "bad frame pointers: guard page shown as unreadable" "$g of $n: $(grep spin_guard "$TMP/badfp.folded")"
+
+# --- Hostile perf maps for a live JIT (its anonymous executable mapping is
+# what makes the map be read). hostile_map NAME WRITER: WRITER PATH START
+# SIZE writes the map; the run must end and say why a map was refused.
+hostile_map() {
+	local name=$1 writer=$2 d="$TMP/jit-$1" pid start size
+	mkdir -p "$d"
+	JIT_WAIT=$d "$BPFS" -F 999 -o "$d/out.folded" -- "$W/jit" 1.5 2>"$d/out.folded.err" &
+	local b=$!
+	for _ in $(seq 100); do [ -s "$d/info" ] && break; sleep 0.05; done
+	read -r pid start size <"$d/info"
+	"$writer" "/tmp/perf-$pid.map" "$start" "$size"
+	touch "$d/go"
+	wait "$b" || fail "perf map $name: bpfsampler failed" "$(cat "$d/out.folded.err")"
+	rm -f "/tmp/perf-$pid.map"
+	HOSTILE_DIR=$d
+}
+map_huge() { # 70 MB of entries after the real one
+	{ echo "$2 $3 jit_hot_loop"; awk 'BEGIN { for (i = 0; i < 1700000; i++)
+		printf "%x 10 some_other_jit_function_%d\n", 4096 + i * 16, i }'; } >"$1"
+}
+map_garbage() { # 1 MB of random bytes, then the real entry
+	{ head -c 1000000 /dev/urandom; printf '\n%s %s jit_hot_loop\n' "$2" "$3"; } >"$1"
+}
+map_symlink() { # a root-owned file with a valid entry, behind a symlink
+	printf '%s %s planted_name\n' "$2" "$3" >"$TMP/planted"
+	ln -s "$TMP/planted" "$1"
+}
+map_fifo() { mkfifo "$1"; }
+
+hostile_map huge map_huge
+n=$(samples_matching "$HOSTILE_DIR/out.folded" ';jit_hot_loop$')
+[ "$n" -gt 500 ] && grep -q 'read its first 64 MiB only' "$HOSTILE_DIR/out.folded.err" &&
+	pass "perf map of 70 MB: read up to its bound, said so, the JIT still named ($n)" ||
+	fail "perf map of 70 MB: bounded" "named $n: $(cat "$HOSTILE_DIR/out.folded.err")"
+hostile_map garbage map_garbage
+n=$(samples_matching "$HOSTILE_DIR/out.folded" ';jit_hot_loop$')
+[ "$n" -gt 500 ] && pass "perf map of garbage: the valid line after it still names the JIT ($n)" ||
+	fail "perf map of garbage" "named $n: $(head -5 "$HOSTILE_DIR/out.folded")"
+hostile_map symlink map_symlink
+n=$(samples_matching "$HOSTILE_DIR/out.folded" 'planted_name')
+anon=$(samples_matching "$HOSTILE_DIR/out.folded" '^jit;.*[[]anon[]][+]0x')
+[ "$n" -eq 0 ] && [ "$anon" -gt 500 ] && grep -q 'a symbolic link' "$HOSTILE_DIR/out.folded.err" &&
+	pass "perf map behind a symlink: refused, and said so ($anon samples unnamed)" ||
+	fail "perf map behind a symlink: refused" "planted $n, anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
+hostile_map fifo map_fifo
+anon=$(samples_matching "$HOSTILE_DIR/out.folded" '^jit;.*[[]anon[]][+]0x')
+[ "$anon" -gt 500 ] && grep -q 'not a regular file' "$HOSTILE_DIR/out.folded.err" &&
+	pass "perf map that is a FIFO: refused without blocking ($anon samples unnamed)" ||
+	fail "perf map that is a FIFO: refused" "anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
+
+# --- A shared library whose file is truncated after its last segment
+# (section headers and symbol tables gone) or whose section headers are
+# garbage: the dynamic loader runs it (it reads program headers only); the
+# profiler must not crash and names its frames by module and offset.
+elf_case() { # NAME: copies uselib and libwork.so into $TMP/elf-NAME
+	local d="$TMP/elf-$1"
+	mkdir -p "$d"
+	cp "$W/uselib" "$W/libwork.so" "$d/"
+	echo "$d"
+}
+d=$(elf_case truncated)
+end=$(readelf -lW "$d/libwork.so" | awk '$1 == "LOAD" { e = strtonum($2) + strtonum($5); if (e > m) m = e } END { print m }')
+truncate -s "$end" "$d/libwork.so"
+d2=$(elf_case corrupt)
+shoff=$(readelf -hW "$d2/libwork.so" | awk -F: '/Start of section headers/ { print $2 + 0 }')
+size=$(stat -c %s "$d2/libwork.so")
+head -c $((size - shoff)) /dev/urandom | dd of="$d2/libwork.so" bs=1 seek="$shoff" conv=notrunc status=none
+for c in truncated corrupt; do
+	dd="$TMP/elf-$c"
+	profile "$dd/out.folded" -F 999 -- "$dd/uselib" 1.5 ||
+		fail "ELF $c: bpfsampler failed" "$(cat "$dd/out.folded.err")"
+	all=$(comm_lines "$dd/out.folded" uselib >"$dd/only"; total "$dd/only")
+	n=$(samples_matching "$dd/only" ';main;run_uselib;libwork[.]so[+]0x[0-9a-f]+(;|$)')
+	within "ELF $c: its frames named libwork.so+offset under main;run_uselib" \
+		"$(awk -v a="$n" -v t="$all" 'BEGIN { printf "%.4f", t ? a / t : 0 }')" 1 0.05
+done
