@@ -9,7 +9,12 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "elf_syms.h"
@@ -414,6 +419,79 @@ static void test_build_id_from_phdrs(void)
 	free(buf);
 }
 
+/* A library file truncated while it is being read (by its owner, while a
+ * process maps it): reading through a mapping of it would die of SIGBUS. */
+static const char *trunc_path = "/tmp/bpfs-test-truncated.so";
+static volatile int trunc_go;
+
+static void *truncate_soon(void *arg)
+{
+	while (!trunc_go)
+		;
+	usleep(rand() % 300);
+	if (truncate(trunc_path, 4096))
+		return NULL;
+	return NULL;
+}
+
+static void truncate_while_reading(const char *src_path, int rounds)
+{
+	struct stat st;
+	char *buf;
+	int fd = open(src_path, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st) || !(buf = malloc(st.st_size)) ||
+	    read(fd, buf, st.st_size) != st.st_size)
+		_exit(3);
+	close(fd);
+	for (int i = 0; i < rounds; i++) {
+		struct symtab *t = NULL;
+		pthread_t th;
+
+		fd = open(trunc_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || write(fd, buf, st.st_size) != st.st_size)
+			_exit(3);
+		close(fd);
+		trunc_go = 0;
+		pthread_create(&th, NULL, truncate_soon, NULL);
+		trunc_go = 1;
+		if (!symtab__load(trunc_path, &t))
+			symtab__free(t);
+		pthread_join(th, NULL);
+	}
+	free(buf);
+	_exit(0);
+}
+
+static void test_truncated_while_read(void)
+{
+	char libc[512] = "";
+	int status;
+	pid_t pid;
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[1024];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "/libc.so.6")) {
+			snprintf(libc, sizeof(libc), "%s", strchr(line, '/'));
+			libc[strcspn(libc, "\n")] = '\0';
+			break;
+		}
+	if (f)
+		fclose(f);
+	CHECK(libc[0], "libc's path from /proc/self/maps");
+	if (!libc[0])
+		return;
+	pid = fork();
+	if (pid == 0)
+		truncate_while_reading(libc, 30);
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "child");
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reading a file truncated meanwhile: %s %d",
+	      WIFSIGNALED(status) ? "killed by signal" : "exit status",
+	      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	unlink(trunc_path);
+}
+
 int main(void)
 {
 	RUN(test_nopie);
@@ -422,6 +500,7 @@ int main(void)
 	RUN(test_edges);
 	RUN(test_build_id_from_phdrs);
 	RUN(test_errors);
+	RUN(test_truncated_while_read);
 	RUN(test_vdso);
 	RUN(test_normalize_loaded_library);
 	UNIT_EXIT();
