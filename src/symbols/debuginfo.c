@@ -16,6 +16,7 @@
 #include "elf_syms.h"
 #include "hashmap.h"
 #include "log.h"
+#include "regfile.h"
 
 #define STD_ROOT "/usr/lib/debug"
 
@@ -24,10 +25,10 @@ int debuginfo__file_crc(const char *path, unsigned int *crc)
 	unsigned char buf[65536];
 	uLong c = crc32(0L, Z_NULL, 0);
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = regfile__open(path);
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		c = crc32(c, buf, n);
 	close(fd);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "elf_syms.h"
+#include "regfile.h"
 
 struct sym {
 	uint64_t addr;
@@ -345,9 +346,9 @@ static int with_elf(const char *path, int (*fn)(Elf *elf, void *arg), void *arg)
 	err = elf_init();
 	if (err)
 		return err;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = regfile__open(path);
 	if (fd < 0)
-		return -errno;
+		return fd == -EINVAL ? -ENOEXEC : fd;
 	/* Read, not mapped: the file belongs to someone else, who can truncate
 	 * it while we parse, and a read past the end of a mapping is SIGBUS.
 	 * libelf reads the headers now and each section as it is asked for:

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "debuginfo.h"
@@ -101,6 +102,44 @@ static void test_bad_crc(void)
 	      "a debug file with the wrong CRC is rejected");
 	symtab__free(dbg);
 	symtab__free(st);
+}
+
+/* A debuglink names a file beside the binary, in a directory its owner
+ * controls: a FIFO or a device there must be passed over, never read. */
+static void test_debuglink_not_a_file(void)
+{
+	char dir[] = "/tmp/bpfsampler-unit-link.XXXXXX", bin[128], cand[128], cmd[512];
+	struct symtab *st = NULL, *dbg = NULL;
+	int status;
+	pid_t pid;
+
+	CHECK(mkdtemp(dir), "mkdtemp");
+	snprintf(bin, sizeof(bin), "%s/link", dir);
+	snprintf(cand, sizeof(cand), "%s/link.debug", dir);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", DBG("link"), bin);
+	CHECK(system(cmd) == 0, "copy");
+	CHECK(symtab__load(bin, &st) == 0, "load");
+	if (!st)
+		return;
+	for (int round = 0; round < 2; round++) {
+		unlink(cand);
+		CHECK(round ? symlink("/dev/zero", cand) == 0 : mkfifo(cand, 0600) == 0, "make");
+		pid = fork();
+		if (pid == 0) {
+			alarm(5); /* a blocked open or an endless read fails the test */
+			if (symtab__load(cand, &dbg) == 0 || dbg)
+				_exit(2); /* loaded as ELF */
+			_exit(debuginfo__load(st, bin, NULL, &dbg) == -ENOENT ? 0 : 1);
+		}
+		CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+			      WEXITSTATUS(status) == 0,
+		      "%s beside the binary: passed over, status %d",
+		      round ? "a symlink to /dev/zero" : "a FIFO", status);
+	}
+	symtab__free(st);
+	unlink(cand);
+	unlink(bin);
+	rmdir(dir);
 }
 
 /* A debuginfod tree libdebuginfod reads through file://: buildid/ID/debuginfo. */
@@ -222,6 +261,7 @@ int main(void)
 	RUN(test_wrong_build_rejected);
 	RUN(test_debuglink);
 	RUN(test_bad_crc);
+	RUN(test_debuglink_not_a_file);
 	/* in this order: the client remembers every build-ID it asked */
 	RUN(test_debuginfod_tree);
 	RUN(test_debuginfod);

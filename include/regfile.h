@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Opening files that someone else may have put there. */
+#ifndef BPFSAMPLER_REGFILE_H
+#define BPFSAMPLER_REGFILE_H
+
+/* Opens path read-only if it is a regular file: a FIFO would block the
+ * open or the read forever, a device (/dev/zero behind a symlink) would
+ * never end. Returns the fd, -EINVAL for anything but a regular file, or
+ * -errno. */
+int regfile__open(const char *path);
+
+#endif
