@@ -268,6 +268,23 @@ static int parse_size(const char *s, unsigned long *out)
 	return 0;
 }
 
+/* [s, end) is digits with at most one '.': strtod would also take hex
+ * ("0x10"), exponents and "inf", which nobody means by a duration. */
+static bool is_decimal(const char *s, const char *end)
+{
+	bool dot = false;
+
+	if (s == end)
+		return false;
+	for (; s < end; s++) {
+		if (*s == '.' && !dot)
+			dot = true;
+		else if (!isdigit((unsigned char)*s))
+			return false;
+	}
+	return true;
+}
+
 static int list_push(struct int_list *l, int v)
 {
 	int *nv = realloc(l->v, (l->nr + 1) * sizeof(*nv));
@@ -279,11 +296,26 @@ static int list_push(struct int_list *l, int v)
 	return 0;
 }
 
+/* Whether v is in l already: lists are short (CPUs, pids). */
+static bool list_has(const struct int_list *l, int v)
+{
+	for (size_t i = 0; i < l->nr; i++)
+		if (l->v[i] == v)
+			return true;
+	return false;
+}
+
+/* Items separated by single commas: "1,,2", ",1" and "1," are refused,
+ * not read as "1,2" and "1" (strtok would skip the empty items). Values
+ * given twice ("0-1,0-1") are kept once: a CPU opened twice would count
+ * its samples twice. */
 int opts__parse_list(const char *s, bool ranges, struct int_list *out)
 {
 	char *copy, *tok, *save = NULL;
 	int err = 0;
 
+	if (!*s || *s == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,"))
+		return -EINVAL;
 	copy = strdup(s);
 	if (!copy)
 		return -ENOMEM;
@@ -303,6 +335,8 @@ int opts__parse_list(const char *s, bool ranges, struct int_list *out)
 			goto out;
 		}
 		for (unsigned long v = lo; v <= hi; v++) {
+			if (list_has(out, (int)v))
+				continue;
 			err = list_push(out, (int)v);
 			if (err)
 				goto out;
@@ -401,7 +435,8 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 	case 'd':
 		errno = 0;
 		o->duration = strtod(arg, &end);
-		if (errno || end == arg || *end || !isfinite(o->duration) || o->duration <= 0)
+		if (!is_decimal(arg, end) || errno || end == arg || *end ||
+		    !isfinite(o->duration) || o->duration <= 0)
 			return bad("duration", arg, "give a positive number of seconds, e.g. 30 or 0.5");
 		break;
 	case 'p':
@@ -577,7 +612,7 @@ int opts__parse_seconds(const char *s, double *out)
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || !isfinite(v))
+	if (!is_decimal(s, end) || errno || !isfinite(v))
 		return -EINVAL;
 	if (*end) {
 		size_t i;

@@ -110,6 +110,13 @@ static void test_bad_values(void)
 	BAD("-d", "nan");
 	BAD("-p", "abc");
 	BAD("-p", "1,,x");
+	BAD("-p", "1,,");
+	BAD("-p", "1,");
+	BAD("-p", ",1");
+	BAD("-C", "0,,1");
+	BAD("-d", "0x10");
+	BAD("-d", "1e3");
+	BAD("-d", "1.5.2");
 	BAD("-p", "");
 	BAD("-t", "-3");
 	BAD("-C", "3-1");
@@ -164,6 +171,30 @@ static void test_lists(void)
 	l = (struct int_list){};
 	CHECK(opts__parse_list("0-3", false, &l) != 0, "no ranges for pids");
 	free(l.v);
+	l = (struct int_list){};
+	CHECK(opts__parse_list("0-1,0-1,1", true, &l) == 0 && l.nr == 2 && l.v[0] == 0 &&
+		      l.v[1] == 1, "a CPU given twice is kept once: %zu", l.nr);
+	free(l.v);
+	l = (struct int_list){};
+	CHECK(opts__parse_list("7,3,7", false, &l) == 0 && l.nr == 2 && l.v[0] == 7 && l.v[1] == 3,
+	      "a pid given twice is kept once, in first order");
+	free(l.v);
+}
+
+static void test_seconds(void)
+{
+	static const struct { const char *s; double want; } ok[] = {
+		{ "10", 10 }, { "10s", 10 }, { "1m", 60 }, { "1.5h", 5400 }, { "2d", 172800 },
+	};
+	static const char *const bad[] = { "0x10", "0x10s", "1e3", "inf", "", "m", "-1", "1 m",
+					   "1mm", "1.2.3" };
+	double v;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		CHECK(opts__parse_seconds(ok[i].s, &v) == 0 && v == ok[i].want, "'%s': %g", ok[i].s,
+		      v);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(opts__parse_seconds(bad[i], &v) != 0, "'%s' refused", bad[i]);
 }
 
 int main(void)
@@ -176,5 +207,6 @@ int main(void)
 	RUN(test_bad_values);
 	RUN(test_help_and_version);
 	RUN(test_lists);
+	RUN(test_seconds);
 	UNIT_EXIT();
 }
