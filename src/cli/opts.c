@@ -705,6 +705,24 @@ static enum opts_result parse_events(struct opts *o)
 		      o->events.nr, o->events.nr);
 		return OPTS_USAGE;
 	}
+	/* An event given twice would be sampled twice into one profile name;
+	 * two spellings that make the same file name would overwrite it. */
+	for (size_t i = 0; i < o->events.nr; i++)
+		for (size_t j = 0; j < i; j++) {
+			const struct event *a = &o->events.v[j], *b = &o->events.v[i];
+			char na[512], nb[512];
+
+			if (!strcmp(a->name, b->name)) {
+				p_err("event '%s' is given twice: give each event once", a->name);
+				return OPTS_USAGE;
+			}
+			if (o->output && !events__output_name(o->output, a, na, sizeof(na)) &&
+			    !events__output_name(o->output, b, nb, sizeof(nb)) && !strcmp(na, nb)) {
+				p_err("events '%s' and '%s' would both write %s: give one of them", a->name,
+				      b->name, na);
+				return OPTS_USAGE;
+			}
+		}
 	return OPTS_RUN;
 }
 

@@ -114,6 +114,8 @@ static void test_bad_values(void)
 	BAD("-p", "1,");
 	BAD("-p", ",1");
 	BAD("-C", "0,,1");
+	BAD("-e", "cpu-clock,cpu-clock", "-o", "p-%e.folded");
+	BAD("-e", "task-clock", "-e", "task-clock", "-o", "p-%e.folded");
 	BAD("-d", "0x10");
 	BAD("-d", "1e3");
 	BAD("-d", "1.5.2");
