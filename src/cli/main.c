@@ -6,11 +6,13 @@
  * "-- command" the command's own status.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -117,8 +119,34 @@ static int close_rings(struct sampler *s, struct stream *stream)
 struct outputs {
 	FILE *f[BPFS_MAX_EVENTS][OPTS_MAX_FORMATS];
 	char path[BPFS_MAX_EVENTS][OPTS_MAX_FORMATS][4096];
+	/* written here, renamed to path when whole: a failed or killed run
+	 * never leaves a truncated profile where the last one was */
+	char tmp[BPFS_MAX_EVENTS][OPTS_MAX_FORMATS][4096 + 16];
 	size_t nr;
 };
+
+/* A temporary file beside path, with the mode fopen(path, "w") would give. */
+static FILE *open_temporary(const char *path, char *tmp, size_t size)
+{
+	mode_t mask = umask(0);
+	FILE *f;
+	int fd;
+
+	umask(mask);
+	snprintf(tmp, size, "%s.tmp-XXXXXX", path);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fchmod(fd, 0666 & ~mask) || !(f = fdopen(fd, "w"))) {
+		int e = errno;
+
+		close(fd);
+		unlink(tmp);
+		errno = e;
+		return NULL;
+	}
+	return f;
+}
 
 /* pattern with "%f" made the format's extension, into out[size]. */
 static void format_name(const char *pattern, const struct writer *w, char *out, size_t size)
@@ -151,22 +179,47 @@ static int open_outputs(const struct opts *o, struct outputs *outs)
 				events__output_name(o->output, &o->events.v[ev], evname,
 						    sizeof(evname));
 			format_name(evname, o->formats[fm], path, sizeof(outs->path[ev][fm]));
-			outs->f[ev][fm] = fopen(path, "w");
+			outs->f[ev][fm] = open_temporary(path, outs->tmp[ev][fm],
+							 sizeof(outs->tmp[ev][fm]));
 			if (!outs->f[ev][fm]) {
-				p_err("cannot open output file %s: %s", path, strerror(errno));
-				return -errno;
+				int err = -errno;
+
+				p_err("cannot create output file %s: %s (check that its directory "
+				      "exists and is writable)", path, strerror(-err));
+				return err;
 			}
 		}
 	}
 	return 0;
 }
 
+/* Outputs never written (the run failed): their temporaries go, and
+ * whatever was under the final names stays. */
 static void close_outputs(struct outputs *outs)
 {
 	for (size_t ev = 0; ev < outs->nr; ev++)
 		for (size_t fm = 0; fm < OPTS_MAX_FORMATS; fm++)
-			if (outs->f[ev][fm] && outs->f[ev][fm] != stdout)
+			if (outs->f[ev][fm] && outs->f[ev][fm] != stdout) {
 				fclose(outs->f[ev][fm]);
+				unlink(outs->tmp[ev][fm]);
+				outs->f[ev][fm] = NULL;
+			}
+}
+
+/* Makes a written temporary the output: flushed, on disk, renamed. */
+static int commit_output(FILE *f, const char *tmp, const char *path)
+{
+	int err = 0;
+
+	if (fflush(f) || fsync(fileno(f)))
+		err = -errno;
+	if (fclose(f) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
 }
 
 static uint64_t now_unix_ns(void)
@@ -205,8 +258,14 @@ static int write_profile(const struct run *r, const struct profile *p, size_t ev
 
 	if (!err && *out == stdout && fflush(stdout))
 		err = -errno;
-	if (*out != stdout && fclose(*out) && !err)
-		err = -errno;
+	if (*out != stdout) {
+		if (err) {
+			fclose(*out);
+			unlink(r->outs->tmp[ev][fm]);
+		} else {
+			err = commit_output(*out, r->outs->tmp[ev][fm], r->outs->path[ev][fm]);
+		}
+	}
 	*out = NULL;
 	if (err)
 		p_err("cannot write the profile to %s: %s", r->outs->path[ev][fm], strerror(-err));

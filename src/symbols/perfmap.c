@@ -49,39 +49,60 @@ static int add(struct perfmap *pm, size_t *cap, uint64_t start, uint64_t size, c
 	return 0;
 }
 
-/* Reads "START SIZE NAME" lines from f, at most PERFMAP_MAX_BYTES. */
+/* One "START SIZE NAME" line, NUL-terminated in place of its '\n'. */
+static int parse_line(struct perfmap *pm, size_t *cap, char *line)
+{
+	uint64_t start, size;
+	int name_at = 0;
+
+	if (sscanf(line, "%" SCNx64 " %" SCNx64 " %n", &start, &size, &name_at) < 2 || !name_at)
+		return 0;
+	return add(pm, cap, start, size, line + name_at);
+}
+
+/* Reads lines from f, at most PERFMAP_MAX_BYTES. Lines are cut by '\n'
+ * itself, not by what fgets and strlen see: a NUL byte in garbage must not
+ * make the next line look like the rest of a long one. Lines longer than
+ * PERFMAP_LINE_MAX and lines with a NUL are skipped whole. */
 static int parse(FILE *f, uint64_t file_size, struct perfmap *pm)
 {
-	char *line = malloc(PERFMAP_LINE_MAX);
-	bool skip = false; /* the rest of a line longer than the buffer */
+	char *buf = malloc(2 * PERFMAP_LINE_MAX);
+	size_t have = 0, cap = 0, got;
+	bool skip = false; /* inside a line too long to keep */
 	uint64_t done = 0;
-	size_t cap = 0;
 	int err = 0;
 
-	if (!line)
+	if (!buf)
 		return -ENOMEM;
-	while (!err && fgets(line, PERFMAP_LINE_MAX, f)) {
-		size_t len = strlen(line);
-		bool whole = len && line[len - 1] == '\n';
-		uint64_t start, size;
-		int name_at = 0;
+	while (!err && (got = fread(buf + have, 1, 2 * PERFMAP_LINE_MAX - have, f)) > 0) {
+		char *p = buf, *nl;
 
-		done += len;
-		if (done > PERFMAP_MAX_BYTES) {
-			pm->unread = file_size > done - len ? file_size - (done - len) : 1;
-			break;
+		have += got;
+		while (!err && (nl = memchr(p, '\n', buf + have - p))) {
+			size_t len = nl - p + 1;
+
+			done += len;
+			if (done > PERFMAP_MAX_BYTES) {
+				pm->unread = file_size > done - len ? file_size - (done - len) : 1;
+				goto out;
+			}
+			*nl = '\0';
+			if (!skip && len <= PERFMAP_LINE_MAX && !memchr(p, '\0', len - 1))
+				err = parse_line(pm, &cap, p);
+			skip = false;
+			p = nl + 1;
 		}
-		if (skip || !whole) {
-			skip = !whole; /* a name longer than a line: not a JIT's */
-			continue;
+		have -= p - buf;
+		memmove(buf, p, have);
+		if (have >= PERFMAP_LINE_MAX) { /* no '\n' in a line's worth: drop it */
+			done += have;
+			have = 0;
+			skip = true;
 		}
-		if (sscanf(line, "%" SCNx64 " %" SCNx64 " %n", &start, &size, &name_at) < 2 ||
-		    !name_at)
-			continue;
-		line[len - 1] = '\0';
-		err = add(pm, &cap, start, size, line + name_at);
 	}
-	free(line);
+	/* a last line without '\n' is not whole: a JIT may be writing it */
+out:
+	free(buf);
 	return err;
 }
 

@@ -97,6 +97,47 @@ else
 	fail "SIGINT ends sampling with a complete profile" "exit $rc: $(tail -3 "$TMP/int.err")"
 fi
 
+# Outputs are written under a temporary name and renamed when whole: an
+# earlier profile survives a run that fails, is killed or fills the disk.
+old_profile() { echo "old;profile 1" >"$1"; }
+survives() { # NAME FILE: FILE still holds the old profile, no temporary left
+	if [ "$(cat "$2")" = "old;profile 1" ] && ! ls "$2".tmp-* >/dev/null 2>&1; then
+		pass "$1: the earlier profile survives, no temporary left"
+	else
+		fail "$1: the earlier profile survives" "$(head -c 200 "$2"; ls "$(dirname "$2")")"
+	fi
+}
+old_profile "$TMP/keep.folded"
+"$BPFS" -e cycles -d 0.3 -o "$TMP/keep.folded" 2>/dev/null
+survives "a run that fails at start (-e cycles, no PMU here)" "$TMP/keep.folded"
+"$BPFS" -F 99 -d 5 -o "$TMP/keep.folded" 2>/dev/null &
+b=$!
+sleep 1.5
+kill -KILL $b
+wait $b 2>/dev/null
+rm -f "$TMP"/keep.folded.tmp-* # SIGKILL leaves its temporary; never the final name
+[ "$(cat "$TMP/keep.folded")" = "old;profile 1" ] &&
+	pass "SIGKILL mid-run: the earlier profile survives" ||
+	fail "SIGKILL mid-run: the earlier profile survives" "$(head -c 200 "$TMP/keep.folded")"
+mkdir -p "$TMP/small"
+if mount -t tmpfs -o size=64k none "$TMP/small"; then
+	old_profile "$TMP/small/p.samples"
+	"$BPFS" -F 999 -d 1 --format samples -o "$TMP/small/p.samples" 2>"$TMP/small.err"
+	rc=$?
+	[ $rc -ne 0 ] && grep -q "No space left on device" "$TMP/small.err" &&
+		pass "a full disk: the error says 'No space left on device' (exit $rc)" ||
+		fail "a full disk: the error keeps its cause" "exit $rc: $(grep -v '^ ' "$TMP/small.err" | tail -3)"
+	survives "a full disk" "$TMP/small/p.samples"
+	umount "$TMP/small"
+else
+	fail "a full disk: cannot mount a small tmpfs"
+fi
+"$BPFS" -F 99 -d 0.5 -o "$TMP/keep.folded" 2>/dev/null
+[ "$(cat "$TMP/keep.folded")" != "old;profile 1" ] && [ -s "$TMP/keep.folded" ] &&
+	! ls "$TMP"/keep.folded.tmp-* >/dev/null 2>&1 &&
+	pass "a run that ends well replaces the profile, no temporary left" ||
+	fail "a run that ends well replaces the profile" "$(ls "$TMP")"
+
 # After all of that, none of our programs, links or events remain.
 progs_after=$(our_progs)
 links_after=$(bpftool link show 2>/dev/null | grep -c '^[0-9]')

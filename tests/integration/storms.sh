@@ -101,8 +101,14 @@ hostile_map() {
 	mkdir -p "$d"
 	JIT_WAIT=$d "$BPFS" -F 999 -o "$d/out.folded" -- "$W/jit" 1.5 2>"$d/out.folded.err" &
 	local b=$!
-	for _ in $(seq 100); do [ -s "$d/info" ] && break; sleep 0.05; done
-	read -r pid start size <"$d/info"
+	for _ in $(seq 600); do [ -s "$d/info" ] && break; sleep 0.05; done
+	if ! read -r pid start size <"$d/info" 2>/dev/null || [ -z "$size" ]; then
+		fail "perf map $name: the JIT never started" "$(cat "$d/out.folded.err")"
+		touch "$d/go"
+		wait "$b"
+		HOSTILE_DIR=$d
+		return
+	fi
 	"$writer" "/tmp/perf-$pid.map" "$start" "$size"
 	touch "$d/go"
 	wait "$b" || fail "perf map $name: bpfsampler failed" "$(cat "$d/out.folded.err")"

@@ -40,6 +40,8 @@ static void test_names_and_junk(void)
 		"2000 20 jit b with spaces\n"
 		"3000 zz no size\n"
 		"ffffffffffffffff 10 wraps\n"
+		"5000 10 a\0nul\n"
+		"6000 10 after_nul\n"
 		"4000 8";
 	struct perfmap *pm = NULL;
 	const char *p = write_file("junk.map", text, sizeof(text) - 1);
@@ -53,6 +55,9 @@ static void test_names_and_junk(void)
 	CHECK(!perfmap__find(pm, 0x1010) && !perfmap__find(pm, 0x3000), "gaps");
 	CHECK(!perfmap__find(pm, 0x4000), "a last line without a newline or name is no entry");
 	CHECK(!perfmap__find(pm, 5), "an entry that wraps around covers nothing below it");
+	CHECK(!perfmap__find(pm, 0x5000), "a line with a NUL byte is skipped");
+	CHECK(perfmap__find(pm, 0x6000) && !strcmp(perfmap__find(pm, 0x6000), "after_nul"),
+	      "the line after a NUL byte is read");
 	CHECK(perfmap__unread(pm) == 0, "all read");
 	perfmap__free(pm);
 }
