@@ -122,6 +122,7 @@ rm -f "$TMP"/keep.folded.tmp-* # SIGKILL leaves its temporary; never the final n
 mkdir -p "$TMP/small"
 if mount -t tmpfs -o size=64k none "$TMP/small"; then
 	old_profile "$TMP/small/p.samples"
+	dd if=/dev/zero of="$TMP/small/fill" bs=1k status=none 2>/dev/null # fills it
 	"$BPFS" -F 999 -d 1 --format samples -o "$TMP/small/p.samples" 2>"$TMP/small.err"
 	rc=$?
 	[ $rc -ne 0 ] && grep -q "No space left on device" "$TMP/small.err" &&
