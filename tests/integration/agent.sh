@@ -96,6 +96,10 @@ token=tok-$RANDOM$RANDOM$RANDOM
 printf '%s\n' "$token" >"$TMP/token"
 chmod 600 "$TMP/token"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# a busy CPU throughout: on an idle machine some 1 s windows have no
+# samples but idle ones, and an empty window is not written
+"$W/shares" 15 &
+load=$!
 "$BPFS" agent --interval 1 -F 99 -d 14 --output-dir "$D" --app-name bpfstest \
 	--push "http://127.0.0.1:$port" --push-token-file "$TMP/token" -v 2>"$TMP/push.log" &
 agent=$!
@@ -107,8 +111,8 @@ python3 "$ROOT/tests/tools/fake_pyroscope.py" --port "$port" --record "$TMP/rec.
 server=$!
 wait $agent
 rc=$?
-kill $server 2>/dev/null
-wait $server 2>/dev/null
+kill $server $load 2>/dev/null
+wait $server $load 2>/dev/null
 pending=$(ls "$D"/*.pb.gz 2>/dev/null | wc -l)
 sent=$(ls "$D"/sent/*.pb.gz 2>/dev/null | wc -l)
 verdict=$(python3 - "$TMP/rec.json" "$D/sent" <<'PY'
