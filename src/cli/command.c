@@ -46,6 +46,9 @@ int command__spawn(char *const *argv, struct command **out)
 		/* Wait for the go; EOF without it means the parent gave up. */
 		if (read(fds[0], &go, 1) != 1)
 			_exit(127);
+		/* bpfsampler ignores SIGPIPE; the command gets the default back
+		 * (an ignored signal stays ignored across exec) */
+		signal(SIGPIPE, SIG_DFL);
 		execvp(argv[0], argv);
 		fprintf(stderr, "bpfsampler: cannot run '%s': %s\n", argv[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);

@@ -461,10 +461,12 @@ static int run(const struct opts *o, struct outputs *outs)
 	symbolizer__finish(r.sym);
 	if (!err)
 		err = sampler__stats(r.s, &r.st);
-	if (!err)
+	if (!err) {
 		err = report_events(&r);
-	if (!err)
+		/* after a failed write too (a full disk, | head): what was
+		 * sampled is still worth knowing */
 		print_summary(&r);
+	}
 out:
 	if (r.cmd) {
 		int status = command__finish(r.cmd, err != 0);
@@ -599,6 +601,9 @@ int main(int argc, char **argv)
 	/* SIGINT/SIGTERM end sampling; the profile is still written. */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* A reader that goes away (| head) is a write error, reported with
+	 * the summary and exit status 1, not a silent death by SIGPIPE. */
+	signal(SIGPIPE, SIG_IGN);
 
 	err = run(&o, &outs);
 	close_outputs(&outs);

@@ -139,9 +139,27 @@ fi
 	pass "a run that ends well replaces the profile, no temporary left" ||
 	fail "a run that ends well replaces the profile" "$(ls "$TMP")"
 
+# A reader that goes away: the write fails with its cause, the summary is
+# still on stderr, exit status 1. The command still gets SIGPIPE's default.
+"$BPFS" -F 999 --format samples -- "$W/shares" 1 2>"$TMP/pipe.err" | head -c 100 >/dev/null
+rc=${PIPESTATUS[0]}
+[ "$rc" = 1 ] && grep -q 'Broken pipe' "$TMP/pipe.err" && grep -q 'samples taken' "$TMP/pipe.err" &&
+	pass "piped into head: 'Broken pipe' reported, summary on stderr, exit 1" ||
+	fail "piped into head: a clean end" "exit $rc: $(cat "$TMP/pipe.err")"
+"$BPFS" -F 99 -o "$TMP/sp.folded" -- sh -c 'kill -PIPE $$; echo survived' >"$TMP/sp.out" 2>/dev/null
+rc=$?
+[ "$rc" != 0 ] && ! grep -q survived "$TMP/sp.out" &&
+	pass "the command gets SIGPIPE's default action (exit $rc)" ||
+	fail "the command gets SIGPIPE's default action" "exit $rc, $(cat "$TMP/sp.out")"
+
 # After all of that, none of our programs, links or events remain.
-progs_after=$(our_progs)
-links_after=$(bpftool link show 2>/dev/null | grep -c '^[0-9]')
+# (the kernel frees a dead process's programs a moment after its exit)
+for _ in $(seq 30); do
+	progs_after=$(our_progs)
+	links_after=$(bpftool link show 2>/dev/null | grep -c '^[0-9]')
+	[ "$progs_after" = "$progs_before" ] && [ "$links_after" = "$links_before" ] && break
+	sleep 0.1
+done
 if [ "$progs_after" = "$progs_before" ] && [ "$links_after" = "$links_before" ]; then
 	pass "no BPF programs or links left behind"
 else
