@@ -14,9 +14,10 @@ struct perfmap;
 /* Longer lines (names of more than about 4 KB) are skipped. */
 #define PERFMAP_LINE_MAX 4096
 
-/* Loads path. As perf does, only a regular file owned by owner (the
- * process's user) or by root is read: -EPERM otherwise, so that another
- * user cannot plant names, and -ELOOP for a symlink. Returns 0 or -errno. */
+/* Loads path. As perf does, only a file owned by owner (the process's
+ * user) or by root is read: -EPERM otherwise, so that another user cannot
+ * plant names; -ELOOP for a symlink, -EINVAL for what is not a regular
+ * file (a FIFO). Returns 0 or -errno. */
 int perfmap__load(const char *path, uid_t owner, struct perfmap **out);
 /* Bytes of the file left unread because of PERFMAP_MAX_BYTES. */
 uint64_t perfmap__unread(const struct perfmap *pm);

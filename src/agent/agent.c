@@ -537,7 +537,7 @@ int agent__run(const struct opts *o, agent_reparse_fn reparse, void *ctx)
 	struct sigaction stop = { .sa_handler = on_stop }, hup = { .sa_handler = on_hup };
 	struct agent a = { .o = o, .live = o->agent, .reparse = reparse, .reparse_ctx = ctx };
 	double deadline = 0, next_refresh = 0;
-	int err;
+	int err, cerr;
 
 	sigaction(SIGINT, &stop, NULL);
 	sigaction(SIGTERM, &stop, NULL);
@@ -591,11 +591,9 @@ int agent__run(const struct opts *o, agent_reparse_fn reparse, void *ctx)
 	}
 	/* Stopping: the open window up to now is written like any other; a
 	 * drain that failed stays the exit status. */
-	{
-		int cerr = close_window(&a, clock_ns(CLOCK_REALTIME));
-
-		err = err ? err : cerr;
-	}
+	cerr = close_window(&a, clock_ns(CLOCK_REALTIME));
+	if (!err)
+		err = cerr;
 	after_window(&a, STOP_PUSH_BUDGET_S);
 	p_info("agent: stopped%s", stop_sig ? " by a signal" : "");
 out:

@@ -2,7 +2,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomicfile.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -153,90 +153,35 @@ char *metrics__render(const struct metrics *m)
 	return buf;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= n;
-	}
-	return 0;
-}
-
 int metrics__write_file(const struct metrics *m, const char *path)
 {
-	char *text = NULL, *dcopy = NULL, *bcopy = NULL, *tmp = NULL;
-	const char *dir;
-	int fd = -1, dfd, err;
+	char *text = metrics__render(m);
+	struct atomicfile af;
+	int err;
 
-	text = metrics__render(m);
-	dcopy = strdup(path);
-	bcopy = strdup(path);
-	if (!text || !dcopy || !bcopy) {
-		err = -ENOMEM;
+	if (!text) {
 		p_err("metrics file %s: out of memory rendering it", path);
-		goto out;
+		return -ENOMEM;
 	}
-	dir = dirname(dcopy);
-	/* A dot name without .prom: the textfile collector reads only *.prom,
-	 * so it never sees a half-written file. */
-	if (asprintf(&tmp, "%s/.%s.XXXXXX", dir, basename(bcopy)) < 0) {
-		tmp = NULL;
-		err = -ENOMEM;
-		p_err("metrics file %s: out of memory", path);
-		goto out;
-	}
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		free(tmp);
-		tmp = NULL; /* nothing to unlink */
-		p_err("metrics file %s: cannot create a temporary file in %s: %s (check that the "
-		      "directory exists and is writable)", path, dir, strerror(-err));
-		goto out;
-	}
-	/* mkstemp makes 0600; node_exporter runs as another user. */
-	if (fchmod(fd, 0644)) {
-		err = -errno;
-		p_err("metrics file %s: chmod %s: %s", path, tmp, strerror(-err));
-		goto out;
-	}
-	err = write_all(fd, text, strlen(text));
-	if (!err && fsync(fd))
-		err = -errno;
+	/* mode 0644: node_exporter runs as another user. The temporary's
+	 * name (atomicfile.h) does not end in .prom: the textfile collector
+	 * never reads a half-written file. */
+	err = atomicfile__open(&af, AT_FDCWD, path, 0644);
 	if (err) {
-		p_err("metrics file %s: writing %s: %s (disk full?)", path, tmp, strerror(-err));
+		p_err("metrics file %s: cannot create a temporary file beside it: %s (check that the "
+		      "directory exists and is writable)", path, strerror(-err));
 		goto out;
 	}
-	close(fd);
-	fd = -1;
-	if (rename(tmp, path)) {
-		err = -errno;
-		p_err("metrics file %s: rename from %s: %s", path, tmp, strerror(-err));
+	err = atomicfile__write(&af, text, strlen(text));
+	if (err) {
+		atomicfile__abort(&af);
+		p_err("metrics file %s: %s", path, strerror(-err));
 		goto out;
 	}
-	free(tmp);
-	tmp = NULL;
-	/* The rename itself is durable once the directory is synced; best
-	 * effort: a lost rename only means an older snapshot after a crash. */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
+	err = atomicfile__commit(&af);
+	if (err)
+		p_err("metrics file %s: %s", path, strerror(-err));
 out:
-	if (fd >= 0)
-		close(fd);
-	if (tmp)
-		unlink(tmp);
-	free(tmp);
-	free(bcopy);
-	free(dcopy);
 	free(text);
 	return err;
 }

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomicfile.h"
 #include "hashmap.h"
 #include "log.h"
 #include "spool.h"
@@ -32,7 +33,7 @@
 
 #define DATA_SUFFIX ".pb.gz"
 #define META_SUFFIX ".meta"
-#define TMP_PREFIX ".tmp."
+#define TMP_PREFIX ATOMICFILE_PREFIX
 #define META_MAGIC "bpfsampler-spool-meta 1"
 #define META_MAX 8192
 #define NAME_PART_MAX 64
@@ -62,7 +63,6 @@ struct spool {
 	struct vec wins;	/* struct win *, every window indexed */
 	struct hashmap *by_name; /* name -> struct win * */
 	struct spool_stats st;
-	unsigned long tmp_seq;
 };
 
 static bool has_suffix(const char *s, const char *suf)
@@ -98,60 +98,21 @@ static int fsync_dirfd(int fd)
 	return fsync(fd) ? -errno : 0;
 }
 
-/* Writes buf to dirfd/name through a temporary in the same directory: a
- * rename within one file system is atomic, so readers (and a restart) see
- * the old name absent or the whole file. */
-static int write_atomic(struct spool *sp, int dirfd, const char *name, const void *buf,
-			size_t len)
+/* Writes buf to dirfd/name whole or not at all (atomicfile.h); mode 0640:
+ * the group is how an operator's tools read the spool without root. */
+static int write_atomic(int dirfd, const char *name, const void *buf, size_t len)
 {
-	char tmp[NAME_MAX + 1];
-	const char *p = buf;
-	int fd, err = 0;
+	struct atomicfile af;
+	int err = atomicfile__open(&af, dirfd, name, 0640);
 
-	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%.200s.%d.%lu", name, (int)getpid(), ++sp->tmp_seq);
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-	if (fd < 0)
-		return -errno;
-	/* The umask may have taken group read away; the group is how an
-	 * operator's tools read the spool without root. */
-	if (fchmod(fd, 0640)) {
-		err = -errno;
-		goto cleanup;
+	if (err)
+		return err;
+	err = atomicfile__write(&af, buf, len);
+	if (err) {
+		atomicfile__abort(&af);
+		return err;
 	}
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = -errno;
-			goto cleanup;
-		}
-		p += n;
-		len -= n;
-	}
-	/* Data on disk before the name: otherwise a crash after the rename
-	 * can leave the final name pointing at an empty file. */
-	if (fsync(fd)) {
-		err = -errno;
-		goto cleanup;
-	}
-	if (close(fd)) {
-		fd = -1;
-		err = -errno;
-		goto cleanup;
-	}
-	fd = -1;
-	if (renameat(dirfd, tmp, dirfd, name)) {
-		err = -errno;
-		goto cleanup;
-	}
-	return fsync_dirfd(dirfd);
-cleanup:
-	if (fd >= 0)
-		close(fd);
-	unlinkat(dirfd, tmp, 0);
-	return err;
+	return atomicfile__commit(&af);
 }
 
 static void meta_name(char *out, size_t size, const char *data_name)
@@ -625,11 +586,11 @@ int spool__write(struct spool *sp, const struct spool_window *w, const void *dat
 	}
 	/* Metadata first: the data file's rename is the commit point. */
 	what = "write metadata";
-	err = write_atomic(sp, sp->dirfd, meta, text, strlen(text));
+	err = write_atomic(sp->dirfd, meta, text, strlen(text));
 	if (err)
 		goto cleanup;
 	what = "write";
-	err = write_atomic(sp, sp->dirfd, name, data, len);
+	err = write_atomic(sp->dirfd, name, data, len);
 	if (err) {
 		unlinkat(sp->dirfd, meta, 0);
 		goto cleanup;

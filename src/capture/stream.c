@@ -153,30 +153,34 @@ static int track_seq(struct stream *st, const struct bpfs_rec_hdr *h)
 		c->last = h->seq;
 		return 0;
 	}
-	j = c->last - 1 - h->seq; /* h->seq < last here, or equal: */
-	if (h->seq < c->last && j < SEQ_LATE_WINDOW && (c->missing & (1ULL << j))) {
+	if (h->seq == c->last) {
+		st->stats.reordered++; /* seen before: should not happen */
+		return 0;
+	}
+	j = c->last - 1 - h->seq;
+	if (j < SEQ_LATE_WINDOW && (c->missing & (1ULL << j))) {
 		c->missing &= ~(1ULL << j);
 		st->stats.gaps--;
 		st->stats.late++;
 		return 0;
 	}
-	st->stats.reordered++; /* seen before, or too old: should not happen */
+	st->stats.reordered++; /* seen before, or later than the window */
 	return 0;
 }
 
 int stream__close_cpu(struct stream *st, uint32_t cpu, uint64_t last_seq)
 {
+	/* as if a record numbered last_seq + 1 arrived: the gap before it;
+	 * nothing arrives after the final drain, so the window can go */
 	struct bpfs_rec_hdr h = { .cpu = cpu, .seq = last_seq + 1 };
 	int err;
 
 	if (!last_seq || (cpu < st->nr_cpus && last_seq <= st->cpus[cpu].last))
 		return 0;
-	/* as if a record numbered last_seq + 1 arrived: the gap before it */
 	err = track_seq(st, &h);
 	if (!err) {
-		/* last_seq itself never arrived either (unless it was last) */
-		st->cpus[cpu].missing = st->cpus[cpu].missing >> 1;
 		st->cpus[cpu].last = last_seq;
+		st->cpus[cpu].missing = 0;
 	}
 	return err;
 }

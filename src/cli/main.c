@@ -19,6 +19,7 @@
 
 #include "agent.h"
 #include "agent_config.h"
+#include "atomicfile.h"
 #include "command.h"
 #include "events.h"
 #include "features.h"
@@ -119,31 +120,35 @@ static int close_rings(struct sampler *s, struct stream *stream)
 struct outputs {
 	FILE *f[BPFS_MAX_EVENTS][OPTS_MAX_FORMATS];
 	char path[BPFS_MAX_EVENTS][OPTS_MAX_FORMATS][4096];
-	/* written here, renamed to path when whole: a failed or killed run
-	 * never leaves a truncated profile where the last one was */
-	char tmp[BPFS_MAX_EVENTS][OPTS_MAX_FORMATS][4096 + 16];
+	/* files are written whole or not at all: a failed or killed run never
+	 * leaves a truncated profile where the last one was */
+	struct atomicfile af[BPFS_MAX_EVENTS][OPTS_MAX_FORMATS];
 	size_t nr;
 };
 
-/* A temporary file beside path, with the mode fopen(path, "w") would give. */
-static FILE *open_temporary(const char *path, char *tmp, size_t size)
+/* The temporary for path, as a stream of its own (a dup: the atomicfile
+ * keeps its fd to commit), with the mode fopen(path, "w") would give. */
+static FILE *open_temporary(const char *path, struct atomicfile *af)
 {
 	mode_t mask = umask(0);
-	FILE *f;
-	int fd;
+	FILE *f = NULL;
+	int fd, err;
 
 	umask(mask);
-	snprintf(tmp, size, "%s.tmp-XXXXXX", path);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
+	err = atomicfile__open(af, AT_FDCWD, path, 0666 & ~mask);
+	if (err) {
+		errno = -err;
 		return NULL;
-	if (fchmod(fd, 0666 & ~mask) || !(f = fdopen(fd, "w"))) {
-		int e = errno;
-
-		close(fd);
-		unlink(tmp);
-		errno = e;
-		return NULL;
+	}
+	fd = dup(af->fd);
+	if (fd >= 0)
+		f = fdopen(fd, "w");
+	if (!f) {
+		err = errno;
+		if (fd >= 0)
+			close(fd);
+		atomicfile__abort(af);
+		errno = err;
 	}
 	return f;
 }
@@ -179,8 +184,7 @@ static int open_outputs(const struct opts *o, struct outputs *outs)
 				events__output_name(o->output, &o->events.v[ev], evname,
 						    sizeof(evname));
 			format_name(evname, o->formats[fm], path, sizeof(outs->path[ev][fm]));
-			outs->f[ev][fm] = open_temporary(path, outs->tmp[ev][fm],
-							 sizeof(outs->tmp[ev][fm]));
+			outs->f[ev][fm] = open_temporary(path, &outs->af[ev][fm]);
 			if (!outs->f[ev][fm]) {
 				int err = -errno;
 
@@ -201,25 +205,9 @@ static void close_outputs(struct outputs *outs)
 		for (size_t fm = 0; fm < OPTS_MAX_FORMATS; fm++)
 			if (outs->f[ev][fm] && outs->f[ev][fm] != stdout) {
 				fclose(outs->f[ev][fm]);
-				unlink(outs->tmp[ev][fm]);
+				atomicfile__abort(&outs->af[ev][fm]);
 				outs->f[ev][fm] = NULL;
 			}
-}
-
-/* Makes a written temporary the output: flushed, on disk, renamed. */
-static int commit_output(FILE *f, const char *tmp, const char *path)
-{
-	int err = 0;
-
-	if (fflush(f) || fsync(fileno(f)))
-		err = -errno;
-	if (fclose(f) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	return err;
 }
 
 static uint64_t now_unix_ns(void)
@@ -259,12 +247,14 @@ static int write_profile(const struct run *r, const struct profile *p, size_t ev
 	if (!err && *out == stdout && fflush(stdout))
 		err = -errno;
 	if (*out != stdout) {
-		if (err) {
-			fclose(*out);
-			unlink(r->outs->tmp[ev][fm]);
-		} else {
-			err = commit_output(*out, r->outs->tmp[ev][fm], r->outs->path[ev][fm]);
-		}
+		struct atomicfile *af = &r->outs->af[ev][fm];
+
+		if (fclose(*out) && !err)
+			err = -errno;
+		if (err)
+			atomicfile__abort(af);
+		else
+			err = atomicfile__commit(af);
 	}
 	*out = NULL;
 	if (err)

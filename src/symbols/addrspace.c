@@ -239,8 +239,10 @@ static void load_perf_map(struct proc *p)
 		err = perfmap__load(path, p->uid, &pm);
 	}
 	if (err == -EPERM)
-		p_warn("ignoring %s: not a regular file owned by the process's user (uid %u) or "
-		       "root", path, (unsigned int)p->uid);
+		p_warn("ignoring %s: not owned by the process's user (uid %u) or root", path,
+		       (unsigned int)p->uid);
+	else if (err == -EINVAL)
+		p_warn("ignoring %s: not a regular file", path);
 	else if (err == -ELOOP)
 		p_warn("ignoring %s: a symbolic link (a perf map must be the file itself)", path);
 	if (err)

@@ -25,7 +25,7 @@ int debuginfo__file_crc(const char *path, unsigned int *crc)
 	unsigned char buf[65536];
 	uLong c = crc32(0L, Z_NULL, 0);
 	ssize_t n;
-	int fd = regfile__open(path);
+	int fd = regfile__open(path, 0, NULL);
 
 	if (fd < 0)
 		return fd;

@@ -346,7 +346,7 @@ static int with_elf(const char *path, int (*fn)(Elf *elf, void *arg), void *arg)
 	err = elf_init();
 	if (err)
 		return err;
-	fd = regfile__open(path);
+	fd = regfile__open(path, 0, NULL);
 	if (fd < 0)
 		return fd == -EINVAL ? -ENOEXEC : fd;
 	/* Read, not mapped: the file belongs to someone else, who can truncate

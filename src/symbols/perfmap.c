@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "perfmap.h"
+#include "regfile.h"
 #include "vec.h"
 
 struct entry {
@@ -113,11 +114,11 @@ int perfmap__load(const char *path, uid_t owner, struct perfmap **out)
 	FILE *f = NULL;
 	int fd, err;
 
-	/* O_NOFOLLOW and fstat on what was opened: no symlink games */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	/* no symlink games, and the owner of what was opened */
+	fd = regfile__open(path, O_NOFOLLOW, &st);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_uid != owner && st.st_uid != 0)) {
+		return fd;
+	if (st.st_uid != owner && st.st_uid != 0) {
 		err = -EPERM;
 		goto out;
 	}

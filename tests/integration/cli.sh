@@ -101,7 +101,7 @@ fi
 # earlier profile survives a run that fails, is killed or fills the disk.
 old_profile() { echo "old;profile 1" >"$1"; }
 survives() { # NAME FILE: FILE still holds the old profile, no temporary left
-	if [ "$(cat "$2")" = "old;profile 1" ] && ! ls "$2".tmp-* >/dev/null 2>&1; then
+	if [ "$(cat "$2")" = "old;profile 1" ] && ! ls "$(dirname "$2")"/.tmp."$(basename "$2")".* >/dev/null 2>&1; then
 		pass "$1: the earlier profile survives, no temporary left"
 	else
 		fail "$1: the earlier profile survives" "$(head -c 200 "$2"; ls "$(dirname "$2")")"
@@ -115,7 +115,7 @@ b=$!
 sleep 1.5
 kill -KILL $b
 wait $b 2>/dev/null
-rm -f "$TMP"/keep.folded.tmp-* # SIGKILL leaves its temporary; never the final name
+rm -f "$TMP"/.tmp.keep.folded.* # SIGKILL leaves its temporary; never the final name
 [ "$(cat "$TMP/keep.folded")" = "old;profile 1" ] &&
 	pass "SIGKILL mid-run: the earlier profile survives" ||
 	fail "SIGKILL mid-run: the earlier profile survives" "$(head -c 200 "$TMP/keep.folded")"
@@ -135,7 +135,7 @@ else
 fi
 "$BPFS" -F 99 -d 0.5 -o "$TMP/keep.folded" 2>/dev/null
 [ "$(cat "$TMP/keep.folded")" != "old;profile 1" ] && [ -s "$TMP/keep.folded" ] &&
-	! ls "$TMP"/keep.folded.tmp-* >/dev/null 2>&1 &&
+	! ls "$TMP"/.tmp.keep.folded.* >/dev/null 2>&1 &&
 	pass "a run that ends well replaces the profile, no temporary left" ||
 	fail "a run that ends well replaces the profile" "$(ls "$TMP")"
 

@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The shared helpers: hash map (with deletion), growable array, binary
  * search. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomicfile.h"
 #include "hashmap.h"
 #include "unit.h"
 #include "vec.h"
@@ -83,9 +89,75 @@ static void test_vec_and_bsearch(void)
 	CHECK(!v.data && !v.nr, "freed");
 }
 
+static int temporaries(const char *dir)
+{
+	char cmd[256];
+	FILE *p;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls -A %s | grep -c '^[.]tmp[.]'", dir);
+	p = popen(cmd, "r");
+	if (p) {
+		if (fscanf(p, "%d", &n) != 1)
+			n = -1;
+		pclose(p);
+	}
+	return n;
+}
+
+static void read_back(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+}
+
+static void test_atomicfile(void)
+{
+	char dir[] = "/tmp/bpfs-atomic.XXXXXX", path[64], buf[64];
+	struct atomicfile af;
+	struct stat st;
+	mode_t old = umask(077);
+
+	CHECK(mkdtemp(dir), "mkdtemp");
+	snprintf(path, sizeof(path), "%s/out", dir);
+	CHECK(atomicfile__open(&af, AT_FDCWD, path, 0644) == 0, "open");
+	CHECK(atomicfile__write(&af, "first", 5) == 0, "write");
+	read_back(path, buf, sizeof(buf));
+	CHECK(access(path, F_OK) && temporaries(dir) == 1, "nothing under the name before commit");
+	CHECK(atomicfile__commit(&af) == 0, "commit");
+	read_back(path, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "first") && temporaries(dir) == 0, "whole after commit: '%s'", buf);
+	CHECK(!stat(path, &st) && (st.st_mode & 0777) == 0644, "mode 0644 despite umask 077: %o",
+	      st.st_mode & 0777);
+
+	CHECK(atomicfile__open(&af, AT_FDCWD, path, 0644) == 0, "open again");
+	CHECK(atomicfile__write(&af, "half", 4) == 0, "write");
+	atomicfile__abort(&af);
+	atomicfile__abort(&af); /* again: nothing */
+	read_back(path, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "first") && temporaries(dir) == 0, "abort keeps the old file: '%s'",
+	      buf);
+
+	CHECK(atomicfile__open(&af, AT_FDCWD, "/nonexistent-dir/x", 0644) == -ENOENT, "no dir");
+	snprintf(buf, sizeof(buf), "%s/", dir);
+	CHECK(atomicfile__open(&af, AT_FDCWD, buf, 0644) == -EISDIR, "a directory's name");
+	CHECK(chdir(dir) == 0, "chdir");
+	CHECK(atomicfile__open(&af, AT_FDCWD, "bare", 0600) == 0 && atomicfile__commit(&af) == 0 &&
+		      access("bare", F_OK) == 0, "a bare name, in the working directory");
+	unlink("bare");
+	unlink(path);
+	CHECK(chdir("/") == 0 && rmdir(dir) == 0, "nothing else left");
+	umask(old);
+}
+
 int main(void)
 {
 	RUN(test_hashmap_delete);
 	RUN(test_vec_and_bsearch);
+	RUN(test_atomicfile);
 	UNIT_EXIT();
 }
