@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dwarf_lines.h"
+#include "hashmap.h"
+#include "log.h"
+#include "regfile.h"
+#include "vec.h"
+
+/* Addresses answered before the cache starts again: an agent that runs
+ * for months sees ever more addresses of a big binary. */
+#define CACHE_MAX 16384
+/* Inline depth kept; deeper chains keep their innermost frames and the
+ * real function. */
+#define MAX_FRAMES 32
+
+/* A compile unit's address range, for finding the unit of an address
+ * without .debug_aranges (which not every compiler writes). */
+struct cu_range {
+	uint64_t lo, hi;
+	Dwarf_Off cu; /* offset of the unit's DIE */
+};
+
+struct answer {
+	size_t nr;
+	struct dw_frame f[];
+};
+
+struct dwlines {
+	char *path;	 /* for messages */
+	int fd;		 /* owned; libelf reads sections through it */
+	Elf *elf;
+	Dwarf *dw;	 /* NULL until the first lookup */
+	bool tried;	 /* dwarf_begin_elf was called */
+	struct vec cus;	 /* struct cu_range, sorted by lo */
+	struct hashmap *cache; /* vaddr + 1 -> struct answer */
+	struct hashmap *paths; /* joined source paths (owned), each once */
+	size_t cache_bytes;
+	struct dw_frame scratch[MAX_FRAMES];
+};
+
+/* Whether elf has DWARF to read: a .debug_info with contents (a stripped
+ * file's debug sections are gone, a debug file's code sections are
+ * NOBITS, never its .debug_info). */
+static bool has_debug_info(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, ".debug_info"))
+			return true;
+	}
+	return false;
+}
+
+int dwlines__open(const char *path, struct dwlines **out)
+{
+	struct dwlines *dl;
+	int err;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	dl = calloc(1, sizeof(*dl));
+	if (!dl)
+		return -ENOMEM;
+	dl->fd = -1;
+	dl->cus = VEC_INIT(struct cu_range);
+	dl->path = strdup(path);
+	dl->cache = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	dl->paths = hashmap__new(hashmap__hash_str, hashmap__equal_str);
+	if (!dl->path || !dl->cache || !dl->paths) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	dl->fd = regfile__open(path, 0, NULL);
+	if (dl->fd < 0) {
+		err = dl->fd == -EINVAL ? -ENOEXEC : dl->fd;
+		goto err_free;
+	}
+	/* Read, not mapped, as elf_syms.c: the file is someone else's and may
+	 * shrink under us; a short read is an error, a mapping SIGBUS. */
+	dl->elf = elf_begin(dl->fd, ELF_C_READ, NULL);
+	if (!dl->elf || elf_kind(dl->elf) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto err_free;
+	}
+	if (!has_debug_info(dl->elf)) {
+		err = -ENOENT;
+		goto err_free;
+	}
+	*out = dl;
+	return 0;
+
+err_free:
+	dwlines__free(dl);
+	return err;
+}
+
+static void cache_free(struct dwlines *dl)
+{
+	void *val;
+
+	for (size_t i = 0; dl->cache && hashmap__next(dl->cache, &i, NULL, &val);)
+		free(val);
+	hashmap__free(dl->cache);
+	dl->cache = NULL;
+	dl->cache_bytes = 0;
+}
+
+void dwlines__free(struct dwlines *dl)
+{
+	void *val;
+
+	if (!dl)
+		return;
+	cache_free(dl);
+	for (size_t i = 0; dl->paths && hashmap__next(dl->paths, &i, NULL, &val);)
+		free(val);
+	hashmap__free(dl->paths);
+	vec__free(&dl->cus);
+	if (dl->dw)
+		dwarf_end(dl->dw);
+	elf_end(dl->elf);
+	if (dl->fd >= 0)
+		close(dl->fd);
+	free(dl->path);
+	free(dl);
+}
+
+size_t dwlines__mem_bytes(const struct dwlines *dl)
+{
+	return dl ? sizeof(*dl) + dl->cus.cap * dl->cus.elem + dl->cache_bytes : 0;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+/* The address ranges of every compile unit, sorted. */
+static int index_units(struct dwlines *dl)
+{
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie;
+	uint8_t type;
+
+	while (dwarf_get_units(dl->dw, cu, &cu, NULL, &type, &cudie, NULL) == 0) {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+
+		if (type != DW_UT_compile && type != DW_UT_skeleton && type != DW_UT_partial)
+			continue;
+		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
+			struct cu_range *r;
+
+			if (hi <= lo)
+				continue;
+			r = vec__push(&dl->cus);
+			if (!r)
+				return -ENOMEM;
+			*r = (struct cu_range){ lo, hi, dwarf_dieoffset(&cudie) };
+		}
+	}
+	qsort(dl->cus.data, dl->cus.nr, sizeof(struct cu_range), cmp_range);
+	return 0;
+}
+
+static int start(struct dwlines *dl)
+{
+	int err;
+
+	dl->tried = true;
+	dl->dw = dwarf_begin_elf(dl->elf, DWARF_C_READ, NULL);
+	if (!dl->dw) {
+		p_warn("%s: cannot read its DWARF: %s; its frames get no source lines", dl->path,
+		       dwarf_errmsg(-1));
+		return -EINVAL;
+	}
+	err = index_units(dl);
+	if (err)
+		p_warn("%s: cannot index its DWARF: %s", dl->path, strerror(-err));
+	else
+		p_dbg("%s: DWARF of %zu address ranges", dl->path, dl->cus.nr);
+	return err;
+}
+
+static unsigned long long range_lo(const void *e)
+{
+	return ((const struct cu_range *)e)->lo;
+}
+
+/* The unit covering vaddr. Ranges may nest (a unit's ranges around
+ * another's): look back from the last one starting at or below vaddr. */
+static bool unit_of(struct dwlines *dl, uint64_t vaddr, Dwarf_Die *cudie)
+{
+	long i = bsearch_last_le(dl->cus.data, dl->cus.nr, dl->cus.elem, vaddr, range_lo);
+
+	for (long k = 0; i >= 0 && k < 8; i--, k++) {
+		const struct cu_range *r = vec__at(&dl->cus, i);
+
+		if (vaddr < r->hi)
+			return dwarf_offdie(dl->dw, r->cu, cudie) != NULL;
+	}
+	return false;
+}
+
+/*
+ * A source file as addr2line prints it: DWARF 5 line tables name files
+ * relative to the unit's DW_AT_comp_dir. Joined paths are kept once each
+ * in dl->paths (as long as dl), so frames can point at them.
+ */
+static const char *full_path(struct dwlines *dl, Dwarf_Die *cudie, const char *file)
+{
+	Dwarf_Attribute a;
+	const char *dir;
+	char *joined, *known;
+
+	if (!file || file[0] == '/')
+		return file;
+	dir = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a));
+	if (!dir || !*dir || asprintf(&joined, "%s/%s", dir, file) < 0)
+		return file;
+	known = hashmap__find(dl->paths, joined);
+	if (known) {
+		free(joined);
+		return known;
+	}
+	if (hashmap__set(dl->paths, joined, joined, NULL)) {
+		free(joined);
+		return file;
+	}
+	return joined;
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *s;
+
+	s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!s)
+		s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	/* DW_AT_name through DW_AT_abstract_origin: an inlined instance
+	 * names its function only there */
+	return s ? s : dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+}
+
+static void fill_function(struct dwlines *dl, Dwarf_Die *cudie, struct dw_frame *f,
+			  Dwarf_Die *die)
+{
+	int line;
+
+	f->function = die_name(die);
+	f->fn_file = full_path(dl, cudie, dwarf_decl_file(die));
+	if (!dwarf_decl_line(die, &line) && line > 0)
+		f->fn_line = line;
+}
+
+/* Where the inlined subroutine die was called: file and line of the
+ * frame that contains it. */
+static void call_site(struct dwlines *dl, Dwarf_Die *cudie, Dwarf_Die *die,
+		      struct dw_frame *outer)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word file, line;
+	Dwarf_Files *files;
+	size_t nfiles;
+
+	if (!dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &line))
+		outer->line = line;
+	if (!dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &file) &&
+	    !dwarf_getsrcfiles(cudie, &files, &nfiles) && file < nfiles)
+		outer->file = full_path(dl, cudie, dwarf_filesrc(files, file, NULL, NULL));
+}
+
+/* Scopes may hold the function an address is in: descended into. */
+static bool is_scope(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
+	       tag == DW_TAG_catch_block || tag == DW_TAG_entry_point;
+}
+
+/* Holders of functions that cover no address themselves (C++ namespaces,
+ * and classes whose member functions GCC may define inside them). */
+static bool is_holder(int tag)
+{
+	return tag == DW_TAG_namespace || tag == DW_TAG_module || tag == DW_TAG_class_type ||
+	       tag == DW_TAG_structure_type || tag == DW_TAG_union_type;
+}
+
+/*
+ * The chain of scopes holding vaddr below parent, outermost first, into
+ * chain[] (at most max). dwarf_getscopes would do, but past an inlined
+ * instance it goes on with the scopes of the function's abstract
+ * definition, not with those of the caller it was inlined into.
+ */
+static size_t descend(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain, size_t n, size_t max)
+{
+	Dwarf_Die child;
+
+	if (n >= max || dwarf_child(parent, &child))
+		return n;
+	do {
+		int tag = dwarf_tag(&child);
+
+		if (is_holder(tag)) {
+			size_t got = descend(&child, vaddr, chain, n, max);
+
+			if (got > n)
+				return got;
+		} else if (is_scope(tag) && dwarf_haspc(&child, vaddr) == 1) {
+			chain[n] = child;
+			return descend(&child, vaddr, chain, n + 1, max);
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return n;
+}
+
+static bool is_frame(Dwarf_Die *die)
+{
+	int tag = dwarf_tag(die);
+
+	return tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram;
+}
+
+#define MAX_SCOPES 256
+
+/* The frames at vaddr into dl->scratch: the scopes that are functions,
+ * innermost first, up to the real (not inlined) one. */
+static size_t resolve(struct dwlines *dl, uint64_t vaddr)
+{
+	struct dw_frame cur = {};
+	Dwarf_Die cudie, scopes[MAX_SCOPES];
+	Dwarf_Line *ln;
+	size_t n = 0, skip = 0, nscopes;
+	int lineno;
+
+	if (!unit_of(dl, vaddr, &cudie))
+		return 0;
+	ln = dwarf_getsrc_die(&cudie, vaddr);
+	if (ln && !dwarf_lineno(ln, &lineno) && lineno > 0) {
+		cur.file = full_path(dl, &cudie, dwarf_linesrc(ln, NULL, NULL));
+		cur.line = lineno;
+	}
+	nscopes = descend(&cudie, vaddr, scopes, 0, MAX_SCOPES);
+	/* from the real function (the outermost subprogram) inwards */
+	size_t first = nscopes;
+
+	for (size_t i = 0; i < nscopes; i++)
+		if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram) {
+			first = i;
+			break;
+		}
+	for (size_t i = first; i < nscopes; i++)
+		skip += is_frame(&scopes[i]);
+	/* a chain deeper than we keep loses its innermost frames */
+	skip = skip > MAX_FRAMES ? skip - MAX_FRAMES : 0;
+	for (size_t i = nscopes; i-- > first;) {
+		if (!is_frame(&scopes[i]))
+			continue;
+		if (skip) {
+			skip--;
+		} else {
+			fill_function(dl, &cudie, &cur, &scopes[i]);
+			dl->scratch[n++] = cur;
+		}
+		if (i == first)
+			break;
+		cur = (struct dw_frame){};
+		call_site(dl, &cudie, &scopes[i], &cur);
+	}
+	/* no function DIE (assembly): the line alone */
+	if (!n && cur.line)
+		dl->scratch[n++] = cur;
+	return n;
+}
+
+static const struct answer *remember(struct dwlines *dl, uint64_t vaddr, size_t n)
+{
+	size_t size = sizeof(struct answer) + n * sizeof(struct dw_frame);
+	struct answer *a;
+
+	if (dl->cache && hashmap__size(dl->cache) >= CACHE_MAX) {
+		cache_free(dl);
+		/* no map: answers are right, only not kept */
+		dl->cache = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	}
+	if (!dl->cache)
+		return NULL;
+	a = malloc(size);
+	if (!a)
+		return NULL;
+	a->nr = n;
+	memcpy(a->f, dl->scratch, n * sizeof(struct dw_frame));
+	if (hashmap__set(dl->cache, (void *)(uintptr_t)(vaddr + 1), a, NULL)) {
+		free(a);
+		return NULL;
+	}
+	dl->cache_bytes += size;
+	return a;
+}
+
+int dwlines__find(struct dwlines *dl, uint64_t vaddr, const struct dw_frame **frames, size_t *nr)
+{
+	const struct answer *a;
+	size_t n;
+	int err;
+
+	*frames = NULL;
+	*nr = 0;
+	if (!dl->tried && (err = start(dl)))
+		return err;
+	if (!dl->dw)
+		return -EINVAL;
+	a = dl->cache ? hashmap__find(dl->cache, (void *)(uintptr_t)(vaddr + 1)) : NULL;
+	if (!a) {
+		n = resolve(dl, vaddr);
+		a = remember(dl, vaddr, n);
+		if (!a) { /* not cached, still right */
+			*frames = dl->scratch;
+			*nr = n;
+			return 0;
+		}
+	}
+	*frames = a->f;
+	*nr = a->nr;
+	return 0;
+}
