@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 struct symtab;
+struct Elf; /* libelf's */
 
 /* Loads the symbols of the ELF file at path. Returns 0 or -errno
  * (-ENOEXEC: not an ELF file). A file with no symbols loads fine and has
@@ -39,9 +40,18 @@ const char *symtab__build_id(const struct symtab *st);
 size_t symtab__nr_syms(const struct symtab *st);
 /* Whether the file has a .symtab with functions (not stripped). */
 bool symtab__has_symtab(const struct symtab *st);
+/* Whether the file has DWARF (a .debug_info with contents) for
+ * dwarf_lines.h to read. */
+bool symtab__has_debug_info(const struct symtab *st);
+/* The path it was loaded from, NULL for an image in memory. */
+const char *symtab__path(const struct symtab *st);
 /* The .gnu_debuglink file name and its CRC32, or NULL. */
 const char *symtab__debuglink(const struct symtab *st, uint32_t *crc);
 /* Takes orig's PT_LOAD layout for debug (a separate debug file of orig). */
 int symtab__adopt_layout(struct symtab *debug, const struct symtab *orig);
+
+/* Whether elf has a section called name with contents in the file (not
+ * SHT_NOBITS, not empty): a debug file's code sections have none. */
+bool elf__has_contents(struct Elf *elf, const char *section);
 
 #endif

@@ -10,12 +10,14 @@
 #ifndef BPFSAMPLER_FILECACHE_H
 #define BPFSAMPLER_FILECACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct debuginfo_opts;
 struct procmap;
 struct symtab;
+struct dwlines;
 struct filecache;
 
 /* What is known of one mapped file; lives while a mapping holds it
@@ -24,6 +26,8 @@ struct mapped_file {
 	const char *path;	 /* as first seen mapped */
 	const char *build_id;	 /* lowercase hex, or NULL when it has none */
 	const struct symtab *st; /* NULL: not an ELF file that could be read */
+	struct dwlines *lines;	 /* its DWARF (or its debug file's); NULL:
+				  * none, or --no-lines */
 };
 
 struct filecache_stats {
@@ -32,6 +36,7 @@ struct filecache_stats {
 	uint64_t parsed;       /* symbol tables read from ELF files */
 	uint64_t shared;       /* files whose build-ID's symbols were loaded */
 	uint64_t debug_files;  /* separate debug files used */
+	uint64_t dwarf_files;  /* files whose DWARF was opened for lines */
 	uint64_t symtab_bytes; /* memory of all symbol tables held */
 	uint64_t released;     /* files released (no mapping held them) */
 	uint64_t held;	       /* files held now (after the last sweep) */
@@ -58,6 +63,8 @@ size_t filecache__sweep(struct filecache *fc, unsigned int idle);
  * stripped files that had none locally, once each: after sampling, since
  * an answer can take seconds. The mapped files' symbols change in place. */
 void filecache__fetch_remote(struct filecache *fc);
+/* Whether files opened from now on get their DWARF read (on by default). */
+void filecache__set_lines(struct filecache *fc, bool on);
 /* The symbols of this kernel's vDSO (every process maps the same), or NULL. */
 const struct symtab *filecache__vdso(struct filecache *fc);
 void filecache__stats(const struct filecache *fc, struct filecache_stats *out);

@@ -51,6 +51,13 @@ struct pf_function {
 	uint32_t name;	      /* string: as people read it (demangled) */
 	uint32_t system_name; /* string: as in the symbol table */
 	uint32_t filename;    /* string: source file, 0: unknown */
+	uint32_t start_line;  /* where it is declared in filename, 0: unknown */
+};
+
+/* A function inlined at a location, and the line in it (pprof's Line). */
+struct pf_line {
+	uint32_t function;
+	uint32_t line; /* 0: unknown */
 };
 
 struct pf_location {
@@ -58,7 +65,9 @@ struct pf_location {
 	uint64_t elf_addr; /* the same in the mapped file's ELF address space */
 	uint32_t mapping;  /* 0: in no known mapping */
 	uint32_t function; /* 0: no symbol */
-	uint32_t line;	   /* source line, 0: unknown */
+	uint32_t line;	   /* source line in function, 0: unknown */
+	uint32_t inlines;  /* the functions inlined into function at address
+			    * (profile__inlines), innermost first; 0: none */
 	enum pf_kind kind;
 };
 
@@ -118,6 +127,12 @@ uint32_t profile__add_mapping(struct profile *p, const struct pf_mapping *m);
 /* raw: the name as in the symbol table; it is demangled here (once per
  * distinct name) unless the profile was made without demangling. */
 uint32_t profile__add_function(struct profile *p, const char *raw, const char *filename);
+/* The same with the line the function starts at in filename. */
+uint32_t profile__add_function_at(struct profile *p, const char *raw, const char *filename,
+				  uint32_t start_line);
+/* A chain of inlined functions (pf_location.inlines), innermost first;
+ * 0 for nr 0. */
+uint32_t profile__add_inlines(struct profile *p, const struct pf_line *lines, size_t nr);
 uint32_t profile__add_location(struct profile *p, const struct pf_location *l);
 /* locs: leaf first. */
 uint32_t profile__add_stack(struct profile *p, const uint32_t *locs, size_t nr);
@@ -128,6 +143,7 @@ int profile__add_sample(struct profile *p, const struct pf_sample *s);
 /* Copying between profiles (a window split per service): s of src, with
  * its stack, into dst; metadata and sample types of src into dst. */
 #define PF_COPY_MAX_FRAMES 2048
+#define PF_COPY_MAX_INLINES 64
 int profile__copy_sample(struct profile *dst, const struct profile *src,
 			 const struct pf_sample *s);
 int profile__copy_meta(struct profile *dst, const struct profile *src);
@@ -142,6 +158,9 @@ const struct pf_location *profile__location(const struct profile *p, uint32_t id
 size_t profile__nr_stacks(const struct profile *p);
 /* The locations of stack id, leaf first; NULL and *nr 0 for id 0. */
 const uint32_t *profile__stack(const struct profile *p, uint32_t id, size_t *nr);
+/* The chain of inlined functions id, innermost first; NULL and *nr 0 for
+ * id 0. */
+const struct pf_line *profile__inlines(const struct profile *p, uint32_t id, size_t *nr);
 /* Samples are indexed from 0, in the order they were first added. */
 size_t profile__nr_samples(const struct profile *p);
 const struct pf_sample *profile__sample(const struct profile *p, size_t i);

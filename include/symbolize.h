@@ -16,6 +16,7 @@
 #include "addrspace.h"
 
 struct symbolizer;
+struct dw_frame;
 
 struct symbolizer_stats {
 	uint64_t user_frames;	/* user frames looked up */
@@ -28,6 +29,8 @@ struct symbolizer_stats {
 	uint64_t parsed;	/* symbol tables read from ELF files */
 	uint64_t shared;	/* files that shared a build-ID's symbols */
 	uint64_t debug_files;	/* separate debug files used */
+	uint64_t dwarf_files;	/* files whose DWARF was opened for lines */
+	uint64_t user_lines;	/* user frames given a source line */
 	uint64_t symtab_bytes;	/* memory of the symbol tables held */
 	uint64_t mappings;	/* executable mappings followed as made */
 	uint64_t mappings_unopened; /* of which the file could not be read */
@@ -40,6 +43,8 @@ struct symbolizer_stats {
 struct symbolizer_opts {
 	const char *const *debug_dirs; /* --debug-dir roots, searched first */
 	size_t nr_debug_dirs;
+	bool no_lines; /* --no-lines: DWARF is not read (no source lines,
+			* no inline frames) */
 };
 
 /* Where a user address was: the normalized form, which pprof's mappings
@@ -106,6 +111,13 @@ struct sym_frame {
 			     * of loc.path (addr2line -e), else 0 */
 	struct sym_location loc; /* SYM_FILE: the mapping; SYM_ANON/JIT: the
 				  * mapping's bounds only */
+	/* SYM_FILE whose file (or debug file) has DWARF: the source, innermost
+	 * first (dwarf_lines.h): lines[0] is the address's own line, in the
+	 * innermost function inlined there; the last is the function the code
+	 * is in (name), at the line where the others were inlined. Valid until
+	 * the next call. nr_lines 0: unknown. */
+	const struct dw_frame *lines;
+	size_t nr_lines;
 };
 
 /*

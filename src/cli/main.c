@@ -364,6 +364,10 @@ static void print_summary(const struct run *r)
 			(unsigned long long)ys.unreadable,
 			(unsigned long long)ys.parsed, (unsigned long long)ys.debug_files,
 			(unsigned long long)ys.shared, ys.symtab_bytes / 1e6);
+		fprintf(stderr, "  source lines: %llu/%llu user frames, from the DWARF of %llu "
+			"files\n",
+			(unsigned long long)ys.user_lines, (unsigned long long)ys.user_frames,
+			(unsigned long long)ys.dwarf_files);
 	}
 }
 

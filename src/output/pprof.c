@@ -53,7 +53,10 @@ enum {
 };
 enum { LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3, LOCATION_LINE = 4 };
 enum { LINE_FUNCTION_ID = 1, LINE_LINE = 2 };
-enum { FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3, FUNCTION_FILENAME = 4 };
+enum {
+	FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3, FUNCTION_FILENAME = 4,
+	FUNCTION_START_LINE = 5,
+};
 
 /* Strings the model does not hold: appended after its own, so that every
  * string id of the model is its index in string_table as it is. */
@@ -229,20 +232,30 @@ static void put_mapping(struct pb *b, uint32_t id, const struct pf_mapping *pm)
 	end(b, m);
 }
 
-static void put_location(struct pb *b, uint32_t id, const struct pf_location *l)
+static void put_line(struct pb *b, uint32_t function, uint32_t line)
 {
-	size_t m = begin(b, PROFILE_LOCATION), k;
+	size_t k = begin(b, LOCATION_LINE);
+
+	put_int(b, LINE_FUNCTION_ID, function);
+	put_int(b, LINE_LINE, line);
+	end(b, k);
+}
+
+static void put_location(struct pb *b, const struct profile *p, uint32_t id,
+			 const struct pf_location *l)
+{
+	size_t m = begin(b, PROFILE_LOCATION), nr;
+	const struct pf_line *inl = profile__inlines(p, l->inlines, &nr);
 
 	put_int(b, LOCATION_ID, id);
 	put_int(b, LOCATION_MAPPING_ID, l->mapping);
 	put_int(b, LOCATION_ADDRESS, l->address);
-	/* no symbol: no line, and pprof shows the address */
-	if (l->function) {
-		k = begin(b, LOCATION_LINE);
-		put_int(b, LINE_FUNCTION_ID, l->function);
-		put_int(b, LINE_LINE, l->line);
-		end(b, k);
-	}
+	/* profile.proto: one Line per inlined function, innermost first, the
+	 * caller last. No symbol: no line, and pprof shows the address. */
+	for (size_t i = 0; i < nr; i++)
+		put_line(b, inl[i].function, inl[i].line);
+	if (l->function)
+		put_line(b, l->function, l->line);
 	end(b, m);
 }
 
@@ -254,6 +267,7 @@ static void put_function(struct pb *b, uint32_t id, const struct pf_function *f)
 	put_int(b, FUNCTION_NAME, f->name);
 	put_int(b, FUNCTION_SYSTEM_NAME, f->system_name);
 	put_int(b, FUNCTION_FILENAME, f->filename);
+	put_int(b, FUNCTION_START_LINE, f->start_line);
 	end(b, m);
 }
 
@@ -315,7 +329,7 @@ static void put_profile(struct pb *b, const struct profile *p)
 		if (id != first)
 			put_mapping(b, id, profile__mapping(p, id));
 	for (uint32_t id = 1; id <= profile__nr_locations(p); id++)
-		put_location(b, id, profile__location(p, id));
+		put_location(b, p, id, profile__location(p, id));
 	for (uint32_t id = 1; id <= profile__nr_functions(p); id++)
 		put_function(b, id, profile__function(p, id));
 	put_strings(b, p);

@@ -18,9 +18,19 @@
 #include "profile.h"
 #include "vec.h"
 
-struct stack_ref {
-	size_t off; /* into stack_locs */
+struct seq_ref {
+	size_t off; /* into items */
 	size_t nr;
+};
+
+/* Deduplicated sequences of uint32_t, each with an id: stacks (location
+ * ids) and inline chains (struct pf_line pairs). */
+struct seqs {
+	struct vec refs;  /* struct seq_ref */
+	struct vec items; /* uint32_t */
+	struct hashmap *idx; /* id -> id */
+	const uint32_t *probe; /* the sequence being looked up (id PROBE) */
+	size_t probe_nr;
 };
 
 struct profile {
@@ -31,14 +41,13 @@ struct profile {
 	struct vec mappings;  /* struct pf_mapping */
 	struct vec functions; /* struct pf_function */
 	struct vec locations; /* struct pf_location */
-	struct vec stacks;    /* struct stack_ref */
-	struct vec stack_locs; /* uint32_t */
+	struct seqs stacks;   /* of location ids */
+	struct seqs inlines;  /* of struct pf_line */
 	struct vec samples;   /* struct pf_sample */
 	struct hashmap *str_idx;  /* char * -> id */
-	struct hashmap *map_idx, *fn_idx, *loc_idx, *stack_idx, *sample_idx; /* id -> id */
+	struct hashmap *map_idx, *fn_idx, *loc_idx, *sample_idx; /* id -> id */
 	struct hashmap *raw_fn;	  /* raw name string id -> function id (no filename) */
-	const uint32_t *probe_locs; /* the stack being looked up (id 0 in stack_idx) */
-	size_t probe_nr;
+	struct hashmap *pretty;	  /* raw name string id + 1 -> its demangled one's + 1 */
 	struct pf_sample probe_sample;
 	struct pf_mapping probe_mapping;
 	struct pf_function probe_function;
@@ -46,6 +55,7 @@ struct profile {
 };
 
 static __thread const struct profile *cur;
+static __thread const struct seqs *cur_seqs;
 
 #define ID_KEY(id) ((const void *)(uintptr_t)(id))
 #define KEY_ID(k) ((uint32_t)(uintptr_t)(k))
@@ -98,33 +108,48 @@ static bool eq_location(const void *a, const void *b)
 		       sizeof(struct pf_location));
 }
 
-static const uint32_t *stack_of(uint32_t id, size_t *nr)
+static const uint32_t *seq_of(const struct seqs *q, uint32_t id, size_t *nr)
 {
-	const struct stack_ref *r;
+	const struct seq_ref *r;
 
 	if (id == PROBE) {
-		*nr = cur->probe_nr;
-		return cur->probe_locs;
+		*nr = q->probe_nr;
+		return q->probe;
 	}
-	r = vec__at(&cur->stacks, id - 1);
+	r = vec__at(&q->refs, id - 1);
 	*nr = r->nr;
-	return (const uint32_t *)cur->stack_locs.data + r->off;
+	return (const uint32_t *)q->items.data + r->off;
 }
 
-static uint64_t hash_stack(const void *k)
+static uint64_t hash_seq(const void *k)
 {
 	size_t nr;
-	const uint32_t *locs = stack_of(KEY_ID(k), &nr);
+	const uint32_t *v = seq_of(cur_seqs, KEY_ID(k), &nr);
 
-	return hashmap__hash_bytes(locs, nr * sizeof(*locs), 4);
+	return hashmap__hash_bytes(v, nr * sizeof(*v), 4);
 }
 
-static bool eq_stack(const void *a, const void *b)
+static bool eq_seq(const void *a, const void *b)
 {
 	size_t na, nb;
-	const uint32_t *la = stack_of(KEY_ID(a), &na), *lb = stack_of(KEY_ID(b), &nb);
+	const uint32_t *va = seq_of(cur_seqs, KEY_ID(a), &na), *vb = seq_of(cur_seqs, KEY_ID(b), &nb);
 
-	return na == nb && !memcmp(la, lb, na * sizeof(*la));
+	return na == nb && !memcmp(va, vb, na * sizeof(*va));
+}
+
+static int seqs_init(struct seqs *q)
+{
+	q->refs = VEC_INIT(struct seq_ref);
+	q->items = VEC_INIT(uint32_t);
+	q->idx = hashmap__new(hash_seq, eq_seq);
+	return q->idx ? 0 : -ENOMEM;
+}
+
+static void seqs_free(struct seqs *q)
+{
+	vec__free(&q->refs);
+	vec__free(&q->items);
+	hashmap__free(q->idx);
 }
 
 /* Samples are merged on these fields only. */
@@ -166,18 +191,17 @@ int profile__new(const struct profile_opts *o, struct profile **out)
 	p->mappings = VEC_INIT(struct pf_mapping);
 	p->functions = VEC_INIT(struct pf_function);
 	p->locations = VEC_INIT(struct pf_location);
-	p->stacks = VEC_INIT(struct stack_ref);
-	p->stack_locs = VEC_INIT(uint32_t);
 	p->samples = VEC_INIT(struct pf_sample);
 	p->str_idx = hashmap__new(hashmap__hash_str, hashmap__equal_str);
 	p->map_idx = hashmap__new(hash_mapping, eq_mapping);
 	p->fn_idx = hashmap__new(hash_function, eq_function);
 	p->loc_idx = hashmap__new(hash_location, eq_location);
-	p->stack_idx = hashmap__new(hash_stack, eq_stack);
 	p->sample_idx = hashmap__new(hash_sample, eq_sample);
 	p->raw_fn = hashmap__new(hashmap__hash_int, hashmap__equal_int);
-	if (!p->str_idx || !p->map_idx || !p->fn_idx || !p->loc_idx || !p->stack_idx ||
-	    !p->sample_idx || !p->raw_fn || (profile__intern(p, ""), p->err)) {
+	p->pretty = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	if (!p->str_idx || !p->map_idx || !p->fn_idx || !p->loc_idx || seqs_init(&p->stacks) ||
+	    seqs_init(&p->inlines) || !p->sample_idx || !p->raw_fn || !p->pretty ||
+	    (profile__intern(p, ""), p->err)) {
 		profile__free(p);
 		return -ENOMEM;
 	}
@@ -195,16 +219,16 @@ void profile__free(struct profile *p)
 	vec__free(&p->mappings);
 	vec__free(&p->functions);
 	vec__free(&p->locations);
-	vec__free(&p->stacks);
-	vec__free(&p->stack_locs);
+	seqs_free(&p->stacks);
+	seqs_free(&p->inlines);
 	vec__free(&p->samples);
 	hashmap__free(p->str_idx);
 	hashmap__free(p->map_idx);
 	hashmap__free(p->fn_idx);
 	hashmap__free(p->loc_idx);
-	hashmap__free(p->stack_idx);
 	hashmap__free(p->sample_idx);
 	hashmap__free(p->raw_fn);
+	hashmap__free(p->pretty);
 	free(p);
 }
 
@@ -316,24 +340,40 @@ uint32_t profile__add_mapping(struct profile *p, const struct pf_mapping *m)
 
 uint32_t profile__add_function(struct profile *p, const char *raw, const char *filename)
 {
+	return profile__add_function_at(p, raw, filename, 0);
+}
+
+uint32_t profile__add_function_at(struct profile *p, const char *raw, const char *filename,
+				  uint32_t start_line)
+{
 	uint32_t raw_id = profile__intern(p, raw), name_id = raw_id;
+	bool bare = !filename && !start_line; /* as a symbol table names it */
 	void *known;
 	char *pretty;
 
-	if (!filename && (known = hashmap__find(p->raw_fn, ID_KEY(raw_id + 1))))
+	if (bare && (known = hashmap__find(p->raw_fn, ID_KEY(raw_id + 1))))
 		return KEY_ID(known);
-	if (p->o.demangle && (pretty = demangle(raw))) {
-		name_id = profile__intern(p, pretty);
-		free(pretty);
+	/* demangled once per distinct raw name, however many files it has */
+	if ((known = hashmap__find(p->pretty, ID_KEY(raw_id + 1)))) {
+		name_id = KEY_ID(known) - 1;
+	} else {
+		if (p->o.demangle && (pretty = demangle(raw))) {
+			name_id = profile__intern(p, pretty);
+			free(pretty);
+		}
+		if (hashmap__set(p->pretty, ID_KEY(raw_id + 1), (void *)(uintptr_t)(name_id + 1),
+				 NULL))
+			return oom(p);
 	}
 	p->probe_function = (struct pf_function){ .name = name_id,
 					       .system_name = raw_id,
-					       .filename = profile__intern(p, filename) };
+					       .filename = profile__intern(p, filename),
+					       .start_line = start_line };
 	if (p->err)
 		return 0;
 	uint32_t id = find_or_add(p, p->fn_idx, &p->functions, &p->probe_function);
 
-	if (id && !filename &&
+	if (id && bare &&
 	    hashmap__set(p->raw_fn, ID_KEY(raw_id + 1), (void *)(uintptr_t)id, NULL))
 		return oom(p);
 	return id;
@@ -349,36 +389,56 @@ uint32_t profile__add_location(struct profile *p, const struct pf_location *l)
 	pl->mapping = l->mapping;
 	pl->function = l->function;
 	pl->line = l->line;
+	pl->inlines = l->inlines;
 	pl->kind = l->kind;
 	return find_or_add(p, p->loc_idx, &p->locations, pl);
 }
 
-uint32_t profile__add_stack(struct profile *p, const uint32_t *locs, size_t nr)
+static uint32_t seqs_add(struct profile *p, struct seqs *q, const uint32_t *v, size_t nr)
 {
-	struct stack_ref *r;
+	struct seq_ref *r;
 	void *found;
 
 	if (!nr)
 		return 0;
-	cur = p;
-	p->probe_locs = locs;
-	p->probe_nr = nr;
-	found = hashmap__find(p->stack_idx, ID_KEY(PROBE));
+	cur_seqs = q;
+	q->probe = v;
+	q->probe_nr = nr;
+	found = hashmap__find(q->idx, ID_KEY(PROBE));
 	if (found)
 		return KEY_ID(found);
-	r = vec__push(&p->stacks);
+	r = vec__push(&q->refs);
 	if (!r)
 		return oom(p);
-	r->off = p->stack_locs.nr;
+	r->off = q->items.nr;
 	r->nr = nr;
-	if (vec__append(&p->stack_locs, locs, nr) ||
-	    hashmap__set(p->stack_idx, ID_KEY(p->stacks.nr), (void *)(uintptr_t)p->stacks.nr,
-			 NULL)) {
-		p->stacks.nr--;
-		p->stack_locs.nr = r->off;
+	if (vec__append(&q->items, v, nr) ||
+	    hashmap__set(q->idx, ID_KEY(q->refs.nr), (void *)(uintptr_t)q->refs.nr, NULL)) {
+		q->refs.nr--;
+		q->items.nr = r->off;
 		return oom(p);
 	}
-	return p->stacks.nr;
+	return q->refs.nr;
+}
+
+static const uint32_t *seqs_get(const struct seqs *q, uint32_t id, size_t *nr)
+{
+	if (!id || id > q->refs.nr) {
+		*nr = 0;
+		return NULL;
+	}
+	return seq_of(q, id, nr);
+}
+
+uint32_t profile__add_stack(struct profile *p, const uint32_t *locs, size_t nr)
+{
+	return seqs_add(p, &p->stacks, locs, nr);
+}
+
+uint32_t profile__add_inlines(struct profile *p, const struct pf_line *lines, size_t nr)
+{
+	/* two uint32_t each, no padding */
+	return seqs_add(p, &p->inlines, (const uint32_t *)lines, nr * 2);
 }
 
 int profile__add_sample(struct profile *p, const struct pf_sample *s)
@@ -444,20 +504,20 @@ const struct pf_location *profile__location(const struct profile *p, uint32_t id
 
 size_t profile__nr_stacks(const struct profile *p)
 {
-	return p->stacks.nr;
+	return p->stacks.refs.nr;
 }
 
 const uint32_t *profile__stack(const struct profile *p, uint32_t id, size_t *nr)
 {
-	const struct stack_ref *r;
+	return seqs_get(&p->stacks, id, nr);
+}
 
-	if (!id || id > p->stacks.nr) {
-		*nr = 0;
-		return NULL;
-	}
-	r = vec__at(&p->stacks, id - 1);
-	*nr = r->nr;
-	return (const uint32_t *)p->stack_locs.data + r->off;
+const struct pf_line *profile__inlines(const struct profile *p, uint32_t id, size_t *nr)
+{
+	const uint32_t *v = seqs_get(&p->inlines, id, nr);
+
+	*nr /= 2;
+	return (const struct pf_line *)v;
 }
 
 size_t profile__nr_samples(const struct profile *p)
@@ -529,6 +589,16 @@ static uint32_t copy_string(struct profile *dst, const struct profile *src, uint
 	return id ? profile__intern(dst, profile__str(src, id)) : 0;
 }
 
+/* A function is added by its raw name: demangled again, once. */
+static uint32_t copy_function(struct profile *dst, const struct profile *src, uint32_t id)
+{
+	const struct pf_function *f = profile__function(src, id);
+
+	return profile__add_function_at(dst, profile__str(src, f->system_name),
+					f->filename ? profile__str(src, f->filename) : NULL,
+					f->start_line);
+}
+
 static uint32_t copy_location(struct profile *dst, const struct profile *src, uint32_t id)
 {
 	const struct pf_location *l = profile__location(src, id);
@@ -543,11 +613,19 @@ static uint32_t copy_location(struct profile *dst, const struct profile *src, ui
 		nm.build_id = copy_string(dst, src, m->build_id);
 		nl.mapping = profile__add_mapping(dst, &nm);
 	}
-	if (f) {
-		/* a function is added by its raw name: demangled again, once */
-		nl.function = profile__add_function(dst, profile__str(src, f->system_name),
-						    f->filename ? profile__str(src, f->filename)
-								: NULL);
+	if (f)
+		nl.function = copy_function(dst, src, l->function);
+	if (l->inlines) {
+		struct pf_line lines[PF_COPY_MAX_INLINES];
+		size_t nr;
+		const struct pf_line *sl = profile__inlines(src, l->inlines, &nr);
+
+		if (nr > PF_COPY_MAX_INLINES)
+			nr = PF_COPY_MAX_INLINES;
+		for (size_t i = 0; i < nr; i++)
+			lines[i] = (struct pf_line){ copy_function(dst, src, sl[i].function),
+						     sl[i].line };
+		nl.inlines = profile__add_inlines(dst, lines, nr);
 	}
 	return profile__add_location(dst, &nl);
 }

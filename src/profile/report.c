@@ -11,9 +11,12 @@
 #include "sampler.h"
 #include "stream.h"
 #include "symbolize.h"
+#include "dwarf_lines.h"
 
 /* markers + user frames + kernel frames */
 #define MAX_FRAMES (BPFS_MAX_USER_DEPTH + BPFS_SEG_FRAMES + 8)
+/* Inline frames kept per location (dwarf_lines keeps 32) */
+#define SYM_MAX_INLINES 32
 /* The kernel's half of x86-64's address space: where kernel frames are. */
 #define KERNEL_START 0xffff800000000000ULL
 
@@ -68,6 +71,37 @@ static uint32_t marker(struct profile *p, const char *text)
 		.kind = PF_KIND_MARKER });
 }
 
+/* A function of the DWARF, with where it is declared. */
+static uint32_t dw_function(struct profile *p, const struct dw_frame *d, const char *name)
+{
+	return profile__add_function_at(p, name, d->fn_file ? d->fn_file : d->file, d->fn_line);
+}
+
+/*
+ * What the DWARF says of f into l: the function the code is in keeps the
+ * symbol table's name (the one every other frame and format shows: "foo"
+ * for the DWARF's "foo" in "foo.cold"), with its file and the line; the
+ * functions inlined into it become l's inline chain, innermost first.
+ */
+static void add_source(struct profile *p, const struct sym_frame *f, struct pf_location *l)
+{
+	struct pf_line inl[SYM_MAX_INLINES];
+	const struct dw_frame *outer = &f->lines[f->nr_lines - 1];
+	const char *name = f->name ? f->name : outer->function;
+	size_t n = 0;
+
+	if (name)
+		l->function = dw_function(p, outer, name);
+	l->line = outer->line;
+	for (size_t i = 0; i + 1 < f->nr_lines && n < SYM_MAX_INLINES; i++) {
+		if (!f->lines[i].function)
+			continue;
+		inl[n++] = (struct pf_line){ dw_function(p, &f->lines[i], f->lines[i].function),
+					     f->lines[i].line };
+	}
+	l->inlines = profile__add_inlines(p, inl, n);
+}
+
 static uint32_t user_location(struct build_ctx *c, const struct sym_frame *f, uint64_t addr)
 {
 	struct profile *p = c->p;
@@ -94,7 +128,9 @@ static uint32_t user_location(struct build_ctx *c, const struct sym_frame *f, ui
 	default:
 		break;
 	}
-	if (f->name)
+	if (f->nr_lines)
+		add_source(p, f, &l);
+	else if (f->name)
 		l.function = profile__add_function(p, f->name, NULL);
 	return profile__add_location(p, &l);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "dwarf_lines.h"
+#include "elf_syms.h"
 #include "hashmap.h"
 #include "log.h"
 #include "regfile.h"
@@ -49,29 +50,6 @@ struct dwlines {
 	struct dw_frame scratch[MAX_FRAMES];
 };
 
-/* Whether elf has DWARF to read: a .debug_info with contents (a stripped
- * file's debug sections are gone, a debug file's code sections are
- * NOBITS, never its .debug_info). */
-static bool has_debug_info(Elf *elf)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return false;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && !strcmp(name, ".debug_info"))
-			return true;
-	}
-	return false;
-}
-
 int dwlines__open(const char *path, struct dwlines **out)
 {
 	struct dwlines *dl;
@@ -103,7 +81,7 @@ int dwlines__open(const char *path, struct dwlines **out)
 		err = -ENOEXEC;
 		goto err_free;
 	}
-	if (!has_debug_info(dl->elf)) {
+	if (!elf__has_contents(dl->elf, ".debug_info")) {
 		err = -ENOENT;
 		goto err_free;
 	}

@@ -42,6 +42,8 @@ struct symtab {
 	char debuglink[256]; /* .gnu_debuglink file name, "" if none */
 	uint32_t debuglink_crc;
 	bool has_symtab; /* a .symtab section with functions */
+	bool has_debug_info; /* a .debug_info section with contents */
+	char *path;	 /* loaded from; NULL for an image in memory */
 };
 
 /* elf_version() sets libelf-global state: once, even when two threads load
@@ -161,6 +163,26 @@ static void read_debuglink(Elf *elf, struct symtab *st)
 		memcpy(&st->debuglink_crc, (const char *)data->d_buf + ((len + 4) & ~3UL), 4);
 		return;
 	}
+}
+
+bool elf__has_contents(Elf *elf, const char *section)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, section))
+			return true;
+	}
+	return false;
 }
 
 /* Where a size-0 symbol's reach stops when no symbol follows it. */
@@ -328,6 +350,7 @@ static int load_elf(Elf *elf, struct symtab **out)
 		goto err_free;
 	read_build_id(elf, st->build_id);
 	read_debuglink(elf, st);
+	st->has_debug_info = elf__has_contents(elf, ".debug_info");
 	*out = st;
 	return 0;
 
@@ -392,7 +415,13 @@ static int take_symtab(Elf *elf, void *out)
 
 int symtab__load(const char *path, struct symtab **out)
 {
-	return with_elf(path, take_symtab, out);
+	int err = with_elf(path, take_symtab, out);
+
+	if (!err && !((*out)->path = strdup(path))) {
+		symtab__free(*out);
+		return -ENOMEM;
+	}
+	return err;
 }
 
 int symtab__load_mem(const void *buf, size_t size, struct symtab **out)
@@ -435,6 +464,7 @@ void symtab__free(struct symtab *st)
 	free(st->syms);
 	free(st->segs);
 	free(st->names);
+	free(st->path);
 	free(st);
 }
 
@@ -497,6 +527,16 @@ const char *symtab__debuglink(const struct symtab *st, uint32_t *crc)
 	if (crc)
 		*crc = st->debuglink_crc;
 	return st->debuglink;
+}
+
+bool symtab__has_debug_info(const struct symtab *st)
+{
+	return st->has_debug_info;
+}
+
+const char *symtab__path(const struct symtab *st)
+{
+	return st->path;
 }
 
 int symtab__adopt_layout(struct symtab *debug, const struct symtab *orig)

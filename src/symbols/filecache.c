@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "debuginfo.h"
+#include "dwarf_lines.h"
 #include "elf_syms.h"
 #include "filecache.h"
 #include "hashmap.h"
@@ -28,6 +29,7 @@ struct file_rec {
 	char *path;
 	char build_id[2 * 64 + 1];
 	struct symtab *owned;	 /* symbols of a file with no build-ID */
+	struct dwlines *owned_lines; /* and its DWARF, when it has some */
 	bool remote;		 /* stripped, no local debug file: ask the
 				  * debuginfod servers after sampling */
 	struct file_rec *next;	 /* every record, for freeing: a record
@@ -37,10 +39,12 @@ struct file_rec {
 	unsigned int idle;	 /* sweeps it has spent with no holder */
 };
 
-/* The symbols of one build-ID, shared by every file that has it. */
+/* The symbols of one build-ID, shared by every file that has it, and the
+ * DWARF of the same file (binary or debug file) when it has some. */
 struct id_syms {
 	char id[2 * 64 + 1]; /* the key */
 	struct symtab *st;
+	struct dwlines *lines;
 	unsigned int refs; /* files that use st */
 };
 
@@ -49,6 +53,7 @@ struct filecache {
 	struct hashmap *by_id;	 /* build-ID -> struct id_syms */
 	struct file_rec *all;
 	const struct debuginfo_opts *dbg;
+	bool no_lines; /* DWARF is not read */
 	struct symtab *vdso;
 	bool vdso_tried;
 	struct filecache_stats stats;
@@ -92,11 +97,13 @@ void filecache__free(struct filecache *fc)
 
 		fc->all = r->next;
 		symtab__free(r->owned);
+		dwlines__free(r->owned_lines);
 		free(r->path);
 		free(r);
 	}
 	for (size_t i = 0; fc->by_id && hashmap__next(fc->by_id, &i, NULL, &val);) {
 		symtab__free(((struct id_syms *)val)->st);
+		dwlines__free(((struct id_syms *)val)->lines);
 		free(val);
 	}
 	hashmap__free(fc->files);
@@ -145,6 +152,28 @@ static struct symtab *load_symbols(struct filecache *fc, const char *path, const
 	return st;
 }
 
+/*
+ * The DWARF of the file st was read from (the binary or its debug file),
+ * opened now, while the path works (a /proc/PID/map_files link goes with
+ * its process), and read at the first lookup. Only a file with a
+ * .debug_info is opened: most libraries are stripped and cost nothing.
+ */
+static struct dwlines *open_lines(struct filecache *fc, const struct symtab *st)
+{
+	struct dwlines *dl;
+	int err;
+
+	if (fc->no_lines || !st || !symtab__has_debug_info(st) || !symtab__path(st))
+		return NULL;
+	err = dwlines__open(symtab__path(st), &dl);
+	if (err) {
+		p_dbg("%s: no source lines: %s", symtab__path(st), strerror(-err));
+		return NULL;
+	}
+	fc->stats.dwarf_files++;
+	return dl;
+}
+
 /* Fills r's symbols: the build-ID's, when they are loaded already. */
 static void read_file(struct filecache *fc, struct file_rec *r, const char *path)
 {
@@ -158,25 +187,30 @@ static void read_file(struct filecache *fc, struct file_rec *r, const char *path
 	if (e) {
 		fc->stats.shared++;
 		r->pub.st = e->st;
+		r->pub.lines = e->lines;
 		e->refs++;
 		return;
 	}
 	st = load_symbols(fc, path, r->path, &stripped);
 	r->pub.st = st;
+	r->pub.lines = open_lines(fc, st);
 	r->remote = stripped && r->pub.build_id && debuginfo__remote_wanted();
 	if (!st || !r->pub.build_id) {
 		r->owned = st;
+		r->owned_lines = r->pub.lines;
 		return;
 	}
 	e = calloc(1, sizeof(*e));
 	if (e) {
 		memcpy(e->id, r->build_id, sizeof(e->id));
 		e->st = st;
+		e->lines = r->pub.lines;
 		e->refs = 1;
 	}
 	if (!e || hashmap__set(fc->by_id, e->id, e, NULL)) {
 		free(e);
 		r->owned = st; /* still right, only not shared */
+		r->owned_lines = r->pub.lines;
 	}
 }
 
@@ -234,16 +268,20 @@ const struct mapped_file *filecache__open(struct filecache *fc, int pid,
 	return &r->pub;
 }
 
-/* Gives every record that had old the symbols of new instead. */
-static void replace_symbols(struct filecache *fc, const struct symtab *old, struct symtab *new)
+/* Gives every record that had old the symbols (and DWARF) of new instead. */
+static void replace_symbols(struct filecache *fc, const struct symtab *old, struct symtab *new,
+			    struct dwlines *lines)
 {
 	for (struct file_rec *r = fc->all; r; r = r->next) {
 		if (r->pub.st != old)
 			continue;
 		r->pub.st = new;
+		r->pub.lines = lines;
 		r->remote = false;
-		if (r->owned == old)
+		if (r->owned == old) {
 			r->owned = new;
+			r->owned_lines = lines;
+		}
 	}
 }
 
@@ -251,6 +289,7 @@ void filecache__fetch_remote(struct filecache *fc)
 {
 	for (struct file_rec *r = fc->all; r; r = r->next) {
 		struct symtab *old = (struct symtab *)r->pub.st, *dbg;
+		struct dwlines *lines;
 
 		if (!r->remote)
 			continue;
@@ -259,13 +298,20 @@ void filecache__fetch_remote(struct filecache *fc)
 			continue;
 		fc->stats.debug_files++;
 		fc->stats.symtab_bytes += symtab__mem_bytes(dbg) - symtab__mem_bytes(old);
+		/* a stripped file had no DWARF: the fetched debug file's is all */
+		lines = open_lines(fc, dbg);
 		if (!r->owned) { /* shared by build-ID: the map holds it */
 			struct id_syms *e = hashmap__find(fc->by_id, r->build_id);
 
-			if (e)
+			if (e) {
 				e->st = dbg;
+				dwlines__free(e->lines);
+				e->lines = lines;
+			}
+		} else {
+			dwlines__free(r->owned_lines);
 		}
-		replace_symbols(fc, old, dbg);
+		replace_symbols(fc, old, dbg, lines);
 		symtab__free(old);
 	}
 }
@@ -286,6 +332,7 @@ static void release_symbols(struct filecache *fc, struct file_rec *r)
 	if (r->owned) {
 		fc->stats.symtab_bytes -= symtab__mem_bytes(r->owned);
 		symtab__free(r->owned);
+		dwlines__free(r->owned_lines);
 		return;
 	}
 	e = r->pub.st && r->pub.build_id ? hashmap__find(fc->by_id, r->build_id) : NULL;
@@ -294,6 +341,7 @@ static void release_symbols(struct filecache *fc, struct file_rec *r)
 	hashmap__delete(fc->by_id, e->id, NULL, NULL);
 	fc->stats.symtab_bytes -= symtab__mem_bytes(e->st);
 	symtab__free(e->st);
+	dwlines__free(e->lines);
 	free(e);
 }
 
@@ -340,6 +388,11 @@ const struct symtab *filecache__vdso(struct filecache *fc)
 	procmaps__free(self);
 	fc->stats.symtab_bytes += symtab__mem_bytes(fc->vdso);
 	return fc->vdso;
+}
+
+void filecache__set_lines(struct filecache *fc, bool on)
+{
+	fc->no_lines = !on;
 }
 
 void filecache__stats(const struct filecache *fc, struct filecache_stats *out)

@@ -8,6 +8,7 @@
 #include "addrspace.h"
 #include "bpfprogs.h"
 #include "debuginfo.h"
+#include "dwarf_lines.h"
 #include "elf_syms.h"
 #include "filecache.h"
 #include "hashmap.h"
@@ -27,7 +28,7 @@ struct symbolizer {
 	bool ksyms_tried;
 	struct bpfprogs *bpf;
 	struct debuginfo_opts dbg;
-	uint64_t user_frames, user_named, kernel_frames, kernel_named;
+	uint64_t user_frames, user_named, kernel_frames, kernel_named, user_lines;
 };
 
 int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
@@ -42,6 +43,8 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 		sym->dbg.nr_roots = o->nr_debug_dirs;
 	}
 	err = filecache__new(&sym->dbg, &sym->fc);
+	if (!err)
+		filecache__set_lines(sym->fc, !(o && o->no_lines));
 	if (!err)
 		err = addrspace__new(sym->fc, &sym->as);
 	if (!err)
@@ -196,6 +199,10 @@ void symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t ad
 	out->name = st ? symtab__find(st, vaddr, &out->sym_offset) : NULL;
 	if (out->name)
 		sym->user_named++;
+	/* the looked-up address: a return address's call instruction */
+	if (hit.file && hit.file->lines &&
+	    !dwlines__find(hit.file->lines, vaddr, &out->lines, &out->nr_lines) && out->nr_lines)
+		sym->user_lines++;
 }
 
 static void load_ksyms(struct symbolizer *sym)
@@ -275,6 +282,8 @@ void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ou
 		.parsed = fs.parsed,
 		.shared = fs.shared,
 		.debug_files = fs.debug_files,
+		.dwarf_files = fs.dwarf_files,
+		.user_lines = sym->user_lines,
 		.symtab_bytes = fs.symtab_bytes,
 		.mappings = as.mappings,
 		.mappings_unopened = as.mappings_unopened,
