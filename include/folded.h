@@ -18,17 +18,20 @@ struct pf_sample;
 
 /* A sample's frames as folded text: comm first (or "[lost]" then
  * "[REASON]" for a lost sample), then the stack outermost first; kernel
- * frames get "_[k]" when annotate. */
+ * frames get "_[k]" when annotate; with inlines, the functions inlined at
+ * a frame follow it as "NAME (inlined)", outermost first. kind[i] is frame
+ * i's enum pf_kind, -1 for the comm. */
 #define FOLDED_MAX_FRAMES 1200
 struct folded_frames {
 	const char *v[FOLDED_MAX_FRAMES];
+	int kind[FOLDED_MAX_FRAMES];
 	size_t nr;
 	char buf[FOLDED_MAX_FRAMES][256];
 };
 void folded__sample_frames(const struct profile *p, const struct pf_sample *s, bool annotate,
-			   struct folded_frames *out);
+			   bool inlines, struct folded_frames *out);
 /* Every sample of p into f, by its default value. Returns 0 or -ENOMEM. */
-int folded__add_profile(struct folded *f, const struct profile *p, bool annotate);
+int folded__add_profile(struct folded *f, const struct profile *p, bool annotate, bool inlines);
 
 int folded__new(struct folded **out);
 void folded__free(struct folded *f);

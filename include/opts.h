@@ -95,6 +95,8 @@ struct opts {
 	unsigned int top;	 /* --top: rows of --format top */
 	bool inverted;		 /* --inverted: svg as an icicle graph */
 	bool no_demangle;	 /* --no-demangle: names as in the symbol tables */
+	bool inlines;		 /* --inline: inlined functions as frames */
+	bool no_lines;		 /* --no-lines: DWARF is not read */
 	int verbose;		 /* -v, repeatable */
 	char **command;		 /* after "--"; NULL-terminated, or NULL */
 };

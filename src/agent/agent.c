@@ -462,7 +462,8 @@ static int agent__setup(struct agent *a)
 	if (!err)
 		err = symbolizer__new(&(struct symbolizer_opts){
 					      .debug_dirs = (const char *const *)o->debug_dirs.v,
-					      .nr_debug_dirs = o->debug_dirs.nr },
+					      .nr_debug_dirs = o->debug_dirs.nr,
+					      .no_lines = o->no_lines },
 				      &a->sym);
 	if (!err)
 		err = stream__new(&(struct stream_opts){ .on_process = symbolizer__on_process,

@@ -238,7 +238,7 @@ static int write_profile(const struct run *r, const struct profile *p, size_t ev
 {
 	const struct opts *o = r->o;
 	struct writer_opts wo = { .annotate = o->annotate, .inverted = o->inverted,
-				  .top = o->top };
+				  .top = o->top, .inlines = o->inlines };
 	FILE **out = &r->outs->f[ev][fm];
 	double t0 = now_s();
 	int err = o->formats[fm]->write(p, &wo, *out);
@@ -277,12 +277,12 @@ static void add_stats(struct report_stats *total, const struct report_stats *rs)
 }
 
 /* The folded lines the profile makes, for the summary. */
-static size_t folded_lines(const struct profile *p, bool annotate)
+static size_t folded_lines(const struct profile *p, bool annotate, bool inlines)
 {
 	struct folded *f = NULL;
 	size_t n = 0;
 
-	if (!folded__new(&f) && !folded__add_profile(f, p, annotate))
+	if (!folded__new(&f) && !folded__add_profile(f, p, annotate, inlines))
 		n = folded__nr_lines(f);
 	folded__free(f);
 	return n;
@@ -329,7 +329,7 @@ static int report_events(struct run *r)
 			err = write_profile(r, p, ev, fm);
 		if (!err) {
 			add_stats(&r->rs, &rs);
-			r->lines += folded_lines(p, o->annotate);
+			r->lines += folded_lines(p, o->annotate, o->inlines);
 		}
 		profile__free(p);
 	}
@@ -395,7 +395,8 @@ static int run_setup(struct run *r)
 
 	err = symbolizer__new(&(struct symbolizer_opts){
 				      .debug_dirs = (const char *const *)o->debug_dirs.v,
-				      .nr_debug_dirs = o->debug_dirs.nr },
+				      .nr_debug_dirs = o->debug_dirs.nr,
+				      .no_lines = o->no_lines },
 			      &r->sym);
 	if (!err)
 		err = stream__new(&(struct stream_opts){ .keep_samples = o->timed,

@@ -33,6 +33,8 @@ enum {
 	OPT_TOP,
 	OPT_INVERTED,
 	OPT_NO_DEMANGLE,
+	OPT_INLINE,
+	OPT_NO_LINES,
 	/* the agent's */
 	OPT_INTERVAL,
 	OPT_OUTPUT_DIR,
@@ -76,6 +78,8 @@ static const struct option long_opts[] = {
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "inverted", no_argument, NULL, OPT_INVERTED },
 	{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
+	{ "inline", no_argument, NULL, OPT_INLINE },
+	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
 	{ "retain-age", required_argument, NULL, OPT_RETAIN_AGE },
@@ -162,6 +166,11 @@ void opts__usage(FILE *f)
 "      --top N              rows of --format top (default %d)\n"
 "      --inverted           --format svg: an icicle graph, roots at the top\n"
 "      --no-demangle        keep C++ and Rust names as in the symbol table\n"
+"      --inline             folded, samples, top, svg: functions inlined at a\n"
+"                           frame (from DWARF) become frames of their own,\n"
+"                           \"NAME (inlined)\"; pprof always has them\n"
+"      --no-lines           do not read DWARF: no source lines, no inline\n"
+"                           frames (symbolizing is faster, memory smaller)\n"
 "      --max-stack-depth N  user frames per stack, 1..%d (default %d); kernel\n"
 "                           stacks stop at 127\n"
 "      --interrupt-depth N  user frames walked in the sampling interrupt; the\n"
@@ -537,6 +546,12 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 		break;
 	case OPT_NO_DEMANGLE:
 		o->no_demangle = true;
+		break;
+	case OPT_INLINE:
+		o->inlines = true;
+		break;
+	case OPT_NO_LINES:
+		o->no_lines = true;
 		break;
 	case OPT_INTERVAL:
 		if (opts__parse_seconds(arg, &o->agent.interval) || o->agent.interval < 1 ||

@@ -165,37 +165,58 @@ size_t folded__nr_lines(const struct folded *f)
 	return hashmap__size(f->lines);
 }
 
+/* The functions inlined at location l after it, outermost first. */
+static size_t add_inlines(const struct profile *p, const struct pf_location *l,
+			  struct folded_frames *out, size_t n)
+{
+	size_t nr;
+	const struct pf_line *inl = profile__inlines(p, l->inlines, &nr);
+
+	for (size_t k = nr; k-- > 0 && n < FOLDED_MAX_FRAMES; n++) {
+		out->v[n] = profile__inline_name(p, &inl[k], out->buf[n], sizeof(out->buf[n]));
+		out->kind[n] = l->kind;
+	}
+	return n;
+}
+
 void folded__sample_frames(const struct profile *p, const struct pf_sample *s, bool annotate,
-			   struct folded_frames *out)
+			   bool inlines, struct folded_frames *out)
 {
 	size_t nr, n = 0;
 	const uint32_t *locs = profile__stack(p, s->stack, &nr);
 
 	if (s->lost_reason) {
 		snprintf(out->buf[0], sizeof(out->buf[0]), "[%s]", profile__str(p, s->lost_reason));
+		out->kind[n] = PF_KIND_LOST;
 		out->v[n++] = "[lost]";
+		out->kind[n] = PF_KIND_LOST;
 		out->v[n++] = out->buf[0];
 		out->nr = n;
 		return;
 	}
+	out->kind[n] = -1;
 	out->v[n++] = s->comm && *profile__str(p, s->comm) ? profile__str(p, s->comm)
 							     : "[no comm]";
 	for (size_t i = nr; i-- > 0 && n < FOLDED_MAX_FRAMES;) {
+		const struct pf_location *l = profile__location(p, locs[i]);
 		const char *name = profile__frame_name(p, locs[i], out->buf[n], sizeof(out->buf[n]));
 
-		if (annotate && profile__location(p, locs[i])->kind == PF_KIND_KERNEL) {
+		if (annotate && l->kind == PF_KIND_KERNEL) {
 			char tmp[sizeof(out->buf[n])];
 
 			snprintf(tmp, sizeof(tmp), "%s_[k]", name);
 			memcpy(out->buf[n], tmp, sizeof(tmp));
 			name = out->buf[n];
 		}
+		out->kind[n] = l->kind;
 		out->v[n++] = name;
+		if (inlines && l->inlines)
+			n = add_inlines(p, l, out, n);
 	}
 	out->nr = n;
 }
 
-int folded__add_profile(struct folded *f, const struct profile *p, bool annotate)
+int folded__add_profile(struct folded *f, const struct profile *p, bool annotate, bool inlines)
 {
 	struct folded_frames *fr = malloc(sizeof(*fr));
 	int err = 0;
@@ -205,7 +226,7 @@ int folded__add_profile(struct folded *f, const struct profile *p, bool annotate
 	for (size_t i = 0; i < profile__nr_samples(p) && !err; i++) {
 		const struct pf_sample *s = profile__sample(p, i);
 
-		folded__sample_frames(p, s, annotate, fr);
+		folded__sample_frames(p, s, annotate, inlines, fr);
 		err = folded__add(f, fr->v, fr->nr, profile__value(p, s));
 	}
 	free(fr);
@@ -218,7 +239,7 @@ int folded__write_profile(const struct profile *p, const struct writer_opts *o, 
 	int err = folded__new(&f);
 
 	if (!err)
-		err = folded__add_profile(f, p, o->annotate);
+		err = folded__add_profile(f, p, o->annotate, o->inlines);
 	if (!err)
 		err = folded__write(f, out);
 	folded__free(f);

@@ -26,7 +26,7 @@ int samples__write_profile(const struct profile *p, const struct writer_opts *o,
 
 		if (!s->time_ns)
 			continue;
-		folded__sample_frames(p, s, o->annotate, fr);
+		folded__sample_frames(p, s, o->annotate, o->inlines, fr);
 		fprintf(f, "%" PRIu64 ".%09" PRIu64 " %u %u %u %" PRId64 " %s ",
 			s->time_ns / 1000000000, s->time_ns % 1000000000, s->cpu, s->pid, s->tid,
 			s->values[REPORT_VALUE_PERIOD], event);

@@ -143,19 +143,15 @@ static int64_t child(struct svg *s, uint32_t parent, const char *name, int kind)
 static int add_sample(struct svg *s, const struct pf_sample *smp, struct folded_frames *fr)
 {
 	int64_t v = profile__value(s->p, smp), at = 0;
-	size_t nr;
-	const uint32_t *locs = profile__stack(s->p, smp->stack, &nr);
 
 	if (v <= 0)
 		return 0;
-	folded__sample_frames(s->p, smp, false, fr);
+	folded__sample_frames(s->p, smp, false, s->o->inlines, fr);
 	node_at(s, 0)->value += v;
 	for (size_t i = 0; i < fr->nr; i++) {
-		int kind = PF_KIND_LOST;
+		/* fr->v[0] is the comm (kind -1), but in a lost sample */
+		int kind = fr->kind[i] < 0 ? FK_COMM : fr->kind[i];
 
-		/* fr->v[0] is the comm, fr->v[i] the location nr - i. */
-		if (!smp->lost_reason)
-			kind = i ? (int)profile__location(s->p, locs[nr - i])->kind : FK_COMM;
 		at = child(s, at, fr->v[i], kind);
 		if (at < 0)
 			return -ENOMEM;

@@ -29,6 +29,7 @@ struct row {
 
 struct top {
 	const struct profile *p;
+	bool inlines;		/* --inline: inlined functions are rows too */
 	struct hashmap *rows;	/* name -> struct row */
 	struct row **by_loc;	/* location id -> its row, filled as met */
 };
@@ -62,6 +63,16 @@ static struct row *row_of_loc(struct top *t, uint32_t loc)
 	return t->by_loc[loc];
 }
 
+static void count(struct row *r, int64_t v, size_t idx, bool leaf)
+{
+	if (leaf)
+		r->flat += v;
+	if (r->seen != idx + 1) {
+		r->seen = idx + 1;
+		r->cum += v;
+	}
+}
+
 static int add_sample(struct top *t, const struct pf_sample *s, size_t idx)
 {
 	int64_t v = profile__value(t->p, s);
@@ -90,14 +101,20 @@ static int add_sample(struct top *t, const struct pf_sample *s, size_t idx)
 		return 0;
 	}
 	for (size_t i = 0; i < nr; i++) {
-		r = row_of_loc(t, locs[i]);
-		if (!r)
-			return -ENOMEM;
-		if (i == 0) /* leaf first */
-			r->flat += v;
-		if (r->seen != idx + 1) {
-			r->seen = idx + 1;
-			r->cum += v;
+		size_t ni = 0;
+		const struct pf_line *inl = NULL;
+
+		if (t->inlines)
+			inl = profile__inlines(t->p, profile__location(t->p, locs[i])->inlines, &ni);
+		/* innermost first: the leaf's innermost inlined function is flat */
+		for (size_t k = 0; k <= ni; k++) {
+			char buf[512];
+
+			r = k < ni ? row_of(t, profile__inline_name(t->p, &inl[k], buf, sizeof(buf)))
+				   : row_of_loc(t, locs[i]);
+			if (!r)
+				return -ENOMEM;
+			count(r, v, idx, i == 0 && k == 0);
 		}
 	}
 	return 0;
@@ -177,7 +194,7 @@ static void top_free(struct top *t)
 
 int top__write_profile(const struct profile *p, const struct writer_opts *o, FILE *f)
 {
-	struct top t = { .p = p };
+	struct top t = { .p = p, .inlines = o->inlines };
 	int err = 0;
 
 	t.rows = hashmap__new(hashmap__hash_str, hashmap__equal_str);

@@ -570,6 +570,15 @@ const char *profile__frame_name(const struct profile *p, uint32_t loc, char *buf
 	return buf;
 }
 
+const char *profile__inline_name(const struct profile *p, const struct pf_line *l, char *buf,
+				 size_t size)
+{
+	const struct pf_function *f = profile__function(p, l->function);
+
+	snprintf(buf, size, "%s (inlined)", f ? profile__str(p, f->name) : "[unknown]");
+	return buf;
+}
+
 int64_t profile__value(const struct profile *p, const struct pf_sample *s)
 {
 	return s->values[p->meta.default_type];
