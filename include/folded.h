@@ -19,7 +19,7 @@ struct pf_sample;
 /* A sample's frames as folded text: comm first (or "[lost]" then
  * "[REASON]" for a lost sample), then the stack outermost first; kernel
  * frames get "_[k]" when annotate; with inlines, the functions inlined at
- * a frame follow it as "NAME (inlined)", outermost first. kind[i] is frame
+ * a frame follow it as "NAME (inline)", outermost first. kind[i] is frame
  * i's enum pf_kind, -1 for the comm. */
 #define FOLDED_MAX_FRAMES 1200
 struct folded_frames {

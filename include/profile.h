@@ -173,7 +173,7 @@ const struct pf_sample *profile__sample(const struct profile *p, size_t i);
  * profile.
  */
 const char *profile__frame_name(const struct profile *p, uint32_t loc, char *buf, size_t size);
-/* A function inlined at a location, as --inline shows it: "NAME (inlined)". */
+/* A function inlined at a location, as --inline shows it: "NAME (inline)". */
 const char *profile__inline_name(const struct profile *p, const struct pf_line *l, char *buf,
 				 size_t size);
 /* The value writers show for sample s: values[meta.default_type]. */

@@ -16,7 +16,7 @@ struct profile;
 struct writer_opts {
 	bool annotate;	   /* folded: kernel frames get the _[k] suffix */
 	bool inlines;	   /* folded, samples, top, svg: functions inlined at a
-			    * frame are frames of their own, "NAME (inlined)" */
+			    * frame are frames of their own, "NAME (inline)" */
 	bool inverted;	   /* svg: an icicle graph (roots at the top) */
 	unsigned int top;  /* top: rows shown; 0: all */
 	const char *title; /* svg: the title; NULL: a default */

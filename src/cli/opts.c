@@ -168,7 +168,7 @@ void opts__usage(FILE *f)
 "      --no-demangle        keep C++ and Rust names as in the symbol table\n"
 "      --inline             folded, samples, top, svg: functions inlined at a\n"
 "                           frame (from DWARF) become frames of their own,\n"
-"                           \"NAME (inlined)\"; pprof always has them\n"
+"                           \"NAME (inline)\"; pprof always has them\n"
 "      --no-lines           do not read DWARF: no source lines, no inline\n"
 "                           frames (symbolizing is faster, memory smaller)\n"
 "      --max-stack-depth N  user frames per stack, 1..%d (default %d); kernel\n"

@@ -575,7 +575,7 @@ const char *profile__inline_name(const struct profile *p, const struct pf_line *
 {
 	const struct pf_function *f = profile__function(p, l->function);
 
-	snprintf(buf, size, "%s (inlined)", f ? profile__str(p, f->name) : "[unknown]");
+	snprintf(buf, size, "%s (inline)", f ? profile__str(p, f->name) : "[unknown]");
 	return buf;
 }
 

@@ -4,13 +4,16 @@
 # with the most samples the same flat and cumulative counts, as folded
 # lines, go tool pprof (reading the names bpfsampler wrote, nothing
 # symbolized again), --format top and the counts inside the SVG.
+# --inline: pprof always carries the functions inlined at a frame (now_s of
+# burn.h in every share_fn_k, from the workload's DWARF) and counts their
+# samples as theirs; --inline gives the other formats the same frames.
 . "$(dirname "$0")/lib.sh"
 require_root
 
 export HOME=$TMP/home GOCACHE=$TMP/gocache GOPROXY=off
 mkdir -p "$HOME"
 P=$TMP/p
-"$BPFS" -F 999 --format folded,pprof,svg,top --top 50 -o "$P.%f" -- "$W/shares" 2 \
+"$BPFS" -F 999 --inline --format folded,pprof,svg,top --top 50 -o "$P.%f" -- "$W/shares" 2 \
 	2>"$TMP/err" || fail "one run, four formats" "$(tail -3 "$TMP/err")"
 for ext in folded pb.gz svg top; do
 	[ -s "$P.$ext" ] || fail "one run, four formats: $P.$ext written"

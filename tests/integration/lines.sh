@@ -76,7 +76,7 @@ pprof_tests() {
 	fi
 
 	# Folded output is what it was: inlined code is its function's.
-	if ! grep -q '(inlined)' "$f.folded" &&
+	if ! grep -q '(inline)' "$f.folded" &&
 		[ "$(samples_matching "$f.folded" ';main;run_inlined$')" -ge $((total * 80 / 100)) ]; then
 		pass "lines: folded output unchanged without --inline"
 	else
@@ -94,10 +94,10 @@ fi
 f=$TMP/inline.folded
 if profile "$f" -F 499 --inline -- "$W/inlined" 1; then
 	total=$(total "$f")
-	got=$(samples_matching "$f" ';run_inlined;inl_mix [(]inlined[)]$')
+	got=$(samples_matching "$f" ';run_inlined;inl_mix [(]inline[)]$')
 	[ "$total" -gt 100 ] && [ $((got * 100)) -ge $((total * 80)) ] &&
-		pass "lines: --inline folded: run_inlined;inl_mix (inlined) has $got of $total" ||
-		fail "lines: --inline folded: run_inlined;inl_mix (inlined)" \
+		pass "lines: --inline folded: run_inlined;inl_mix (inline) has $got of $total" ||
+		fail "lines: --inline folded: run_inlined;inl_mix (inline)" \
 			"$got of $total; $(sort -k2 -n -t' ' "$f" | tail -3)"
 else
 	fail "lines: --inline run" "$(cat "$f.err")"
@@ -111,7 +111,7 @@ if profile "$f" -F 499 --inline -v -- "$TMP/inlined-nodebug" 1; then
 	total=$(total "$f")
 	got=$(samples_matching "$f" ';main;run_inlined$')
 	if [ "$total" -gt 100 ] && [ $((got * 100)) -ge $((total * 80)) ] &&
-		! grep -q '(inlined)' "$f" && ! grep -qiE 'warn|error|cannot' "$f.err"; then
+		! grep -q '(inline)' "$f" && ! grep -qiE 'warn|error|cannot' "$f.err"; then
 		pass "lines: a file without debug info: named, no inline frames, no message"
 	else
 		fail "lines: a file without debug info" \

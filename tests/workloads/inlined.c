@@ -6,7 +6,7 @@
  * body is the loop; until SECONDS of this thread's CPU time passed.
  *
  * GROUND TRUTH: with -g (WL_CFLAGS), nearly every sample of the process has
- * the leaf frame main;run_inlined;inl_mix (inlined): the address is in
+ * the leaf frame main;run_inlined;inl_mix (inline): the address is in
  * inl_mix's loop, lines INL_MIX_FIRST..INL_MIX_LAST of this file (the
  * markers below), inlined into run_inlined at the line marked INL_CALL.
  * Exceptions: the clock's system call (now_s, burn.h, inlined once more
