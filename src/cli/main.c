@@ -43,12 +43,17 @@ static void on_signal(int sig)
 	exiting = sig;
 }
 
-static double now_s(void)
+static double clock_s(clockid_t clk)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clk, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double now_s(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
 }
 
 /* Set once sampling must end: the drain in progress stops at the next
@@ -232,6 +237,7 @@ struct run {
 	double t0;		/* CLOCK_MONOTONIC at the start of sampling */
 	uint64_t start_unix_ns;
 	uint64_t duration_ns;
+	double build_s, build_cpu_s; /* building the profiles: symbolizing */
 };
 
 static int write_profile(const struct run *r, const struct profile *p, size_t ev, size_t fm)
@@ -315,12 +321,16 @@ static int report_events(struct run *r)
 		struct report_stats rs;
 		struct profile *p = NULL;
 
+		double t0 = now_s(), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+
 		event_report_opts(r, ev, &ro);
 		err = profile__new(&(struct profile_opts){ .demangle = !o->no_demangle }, &p);
 		if (!err)
 			err = report__build(r->s, r->stream, r->sym, &ro, r->st.ev[ev].stat, p, &rs);
 		if (!err && o->timed)
 			err = report__add_timed(r->s, r->stream, r->sym, &ro, p);
+		r->build_s += now_s() - t0;
+		r->build_cpu_s += clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
 		if (!err) {
 			profile__meta(p)->time_ns = r->start_unix_ns;
 			profile__meta(p)->duration_ns = r->duration_ns;
@@ -365,9 +375,10 @@ static void print_summary(const struct run *r)
 			(unsigned long long)ys.parsed, (unsigned long long)ys.debug_files,
 			(unsigned long long)ys.shared, ys.symtab_bytes / 1e6);
 		fprintf(stderr, "  source lines: %llu/%llu user frames, from the DWARF of %llu "
-			"files\n",
+			"files%s; profiles built (symbolized) in %.3f s, %.3f s CPU\n",
 			(unsigned long long)ys.user_lines, (unsigned long long)ys.user_frames,
-			(unsigned long long)ys.dwarf_files);
+			(unsigned long long)ys.dwarf_files, o->no_lines ? " (--no-lines)" : "",
+			r->build_s, r->build_cpu_s);
 	}
 }
 

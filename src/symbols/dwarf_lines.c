@@ -43,6 +43,7 @@ struct dwlines {
 	Elf *elf;
 	Dwarf *dw;	 /* NULL until the first lookup */
 	bool tried;	 /* dwarf_begin_elf was called */
+	bool indexed;	 /* cus was built */
 	struct vec cus;	 /* struct cu_range, sorted by lo */
 	struct hashmap *cache; /* vaddr + 1 -> struct answer */
 	struct hashmap *paths; /* joined source paths (owned), each once */
@@ -168,8 +169,6 @@ static int index_units(struct dwlines *dl)
 
 static int start(struct dwlines *dl)
 {
-	int err;
-
 	dl->tried = true;
 	dl->dw = dwarf_begin_elf(dl->elf, DWARF_C_READ, NULL);
 	if (!dl->dw) {
@@ -177,12 +176,22 @@ static int start(struct dwlines *dl)
 		       dwarf_errmsg(-1));
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* The table of every unit's ranges, built the first time .debug_aranges
+ * does not answer: reading each unit's DIE costs tens of ms in a big
+ * file (glibc's 2000 units), the aranges table far less. */
+static void index_once(struct dwlines *dl)
+{
+	int err;
+
+	dl->indexed = true;
 	err = index_units(dl);
 	if (err)
 		p_warn("%s: cannot index its DWARF: %s", dl->path, strerror(-err));
 	else
-		p_dbg("%s: DWARF of %zu address ranges", dl->path, dl->cus.nr);
-	return err;
+		p_dbg("%s: DWARF units of %zu address ranges indexed", dl->path, dl->cus.nr);
 }
 
 static unsigned long long range_lo(const void *e)
@@ -190,12 +199,18 @@ static unsigned long long range_lo(const void *e)
 	return ((const struct cu_range *)e)->lo;
 }
 
-/* The unit covering vaddr. Ranges may nest (a unit's ranges around
- * another's): look back from the last one starting at or below vaddr. */
+/* The unit covering vaddr: from .debug_aranges when it has it, else from
+ * our own table. Ranges may nest (a unit's ranges around another's): look
+ * back from the last one starting at or below vaddr. */
 static bool unit_of(struct dwlines *dl, uint64_t vaddr, Dwarf_Die *cudie)
 {
-	long i = bsearch_last_le(dl->cus.data, dl->cus.nr, dl->cus.elem, vaddr, range_lo);
+	long i;
 
+	if (dwarf_addrdie(dl->dw, vaddr, cudie))
+		return true;
+	if (!dl->indexed)
+		index_once(dl);
+	i = bsearch_last_le(dl->cus.data, dl->cus.nr, dl->cus.elem, vaddr, range_lo);
 	for (long k = 0; i >= 0 && k < 8; i--, k++) {
 		const struct cu_range *r = vec__at(&dl->cus, i);
 
