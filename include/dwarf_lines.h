@@ -13,6 +13,7 @@
 #ifndef BPFSAMPLER_DWARF_LINES_H
 #define BPFSAMPLER_DWARF_LINES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,13 @@ void dwlines__free(struct dwlines *dl);
  * answers 0 frames).
  */
 int dwlines__find(struct dwlines *dl, uint64_t vaddr, const struct dw_frame **frames, size_t *nr);
+/*
+ * Between windows of a long run: when dl was not asked since the last
+ * call, frees the DWARF read (libdw's decompressed sections: megabytes for
+ * a big library), the unit table and the cache, keeping the fd; the next
+ * lookup reads them again. Returns whether it freed something.
+ */
+bool dwlines__release_idle(struct dwlines *dl);
 /* Memory held by the cache and the address table (not libdw's own). */
 size_t dwlines__mem_bytes(const struct dwlines *dl);
 

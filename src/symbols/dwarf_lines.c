@@ -44,6 +44,7 @@ struct dwlines {
 	Dwarf *dw;	 /* NULL until the first lookup */
 	bool tried;	 /* dwarf_begin_elf was called */
 	bool indexed;	 /* cus was built */
+	bool used;	 /* asked since the last dwlines__release_idle */
 	struct vec cus;	 /* struct cu_range, sorted by lo */
 	struct hashmap *cache; /* vaddr + 1 -> struct answer */
 	struct hashmap *paths; /* joined source paths (owned), each once */
@@ -425,6 +426,7 @@ int dwlines__find(struct dwlines *dl, uint64_t vaddr, const struct dw_frame **fr
 
 	*frames = NULL;
 	*nr = 0;
+	dl->used = true;
 	if (!dl->tried && (err = start(dl)))
 		return err;
 	if (!dl->dw)
@@ -442,4 +444,25 @@ int dwlines__find(struct dwlines *dl, uint64_t vaddr, const struct dw_frame **fr
 	*frames = a->f;
 	*nr = a->nr;
 	return 0;
+}
+
+bool dwlines__release_idle(struct dwlines *dl)
+{
+	bool held = dl->tried;
+
+	if (dl->used || !held) {
+		dl->used = false;
+		return false;
+	}
+	/* the cached answers point into libdw's memory: they go first */
+	cache_free(dl);
+	dl->cache = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	if (dl->dw)
+		dwarf_end(dl->dw);
+	dl->dw = NULL;
+	dl->tried = false;
+	dl->indexed = false;
+	vec__free(&dl->cus);
+	dl->cus = VEC_INIT(struct cu_range);
+	return true;
 }

@@ -349,6 +349,7 @@ size_t filecache__sweep(struct filecache *fc, unsigned int idle)
 {
 	struct file_rec **link = &fc->all, *r;
 	size_t released = 0;
+	void *val;
 
 	while ((r = *link)) {
 		if (r->refs || ++r->idle < idle) {
@@ -365,8 +366,17 @@ size_t filecache__sweep(struct filecache *fc, unsigned int idle)
 		released++;
 	}
 	fc->stats.held = 0;
-	for (r = fc->all; r; r = r->next)
+	for (r = fc->all; r; r = r->next) {
 		fc->stats.held++;
+		if (r->owned_lines && dwlines__release_idle(r->owned_lines))
+			fc->stats.dwarf_released++;
+	}
+	for (size_t i = 0; hashmap__next(fc->by_id, &i, NULL, &val);) {
+		struct id_syms *e = val;
+
+		if (e->lines && dwlines__release_idle(e->lines))
+			fc->stats.dwarf_released++;
+	}
 	return released;
 }
 

@@ -106,6 +106,29 @@ static void test_debug_file(void)
 }
 
 /* No .debug_info: nothing to read, which is not an error. */
+/* Between windows: an unused reader frees its DWARF, and answers the
+ * same when asked again. */
+static void test_release_idle(void)
+{
+	const struct dw_frame *fr;
+	struct dwlines *dl = NULL;
+	struct a2l want;
+	size_t nr = 0;
+
+	CHECK(read_a2l(&want), "read fx_inline.a2l");
+	CHECK(dwlines__open(FX("fx_inline"), &dl) == 0, "open");
+	if (!dl)
+		return;
+	CHECK(!dwlines__release_idle(dl), "nothing read yet: nothing to free");
+	CHECK(dwlines__find(dl, want.addr, &fr, &nr) == 0 && nr == want.nr, "find: %zu", nr);
+	CHECK(!dwlines__release_idle(dl), "used since: kept");
+	CHECK(dwlines__release_idle(dl), "unused for a sweep: freed");
+	CHECK(dwlines__find(dl, want.addr, &fr, &nr) == 0 && nr == want.nr && nr &&
+		      fr[0].line == want.line[0] && !strcmp(fr[nr - 1].function, want.fn[nr - 1]),
+	      "read again: %zu frames", nr);
+	dwlines__free(dl);
+}
+
 static void test_no_debug_info(void)
 {
 	struct dwlines *dl = NULL;
@@ -122,6 +145,7 @@ int main(void)
 {
 	RUN(test_inline_chain);
 	RUN(test_debug_file);
+	RUN(test_release_idle);
 	RUN(test_no_debug_info);
 	UNIT_EXIT();
 }

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dwarf_lines.h"
 #include "elf_syms.h"
 #include "filecache.h"
 #include "procmaps.h"
@@ -213,6 +214,59 @@ static void test_file_cache(void)
 	rmdir(dir);
 }
 
+/* The address of fx_inline's asm label (fixtures.mk writes it first in
+ * fx_inline.a2l): its text is at file offset = vaddr, so the file mapped
+ * whole has the label at base + it. */
+static uint64_t fx_inline_mark(void)
+{
+	FILE *f = fopen(FX("fx_inline.a2l"), "r");
+	unsigned long long a = 0;
+
+	if (f && fscanf(f, "%llx", &a) != 1)
+		a = 0;
+	if (f)
+		fclose(f);
+	return a;
+}
+
+/* A frame in a file with DWARF: the symbol's name, and the inline chain
+ * with lines (innermost first, the symbol's function last); none with
+ * --no-lines. */
+static void test_source_lines(void)
+{
+	uint64_t mark = fx_inline_mark();
+	bool no_lines[] = { false, true };
+
+	CHECK(mark, "mark address");
+	for (size_t k = 0; k < 2; k++) {
+		struct symbolizer *sym;
+		struct as_mapping am;
+		struct sym_frame f;
+		void *p;
+
+		CHECK(!symbolizer__new(&(struct symbolizer_opts){ .no_lines = no_lines[k] }, &sym),
+		      "new");
+		symbolizer__set_tracking(sym, true);
+		symbolizer__note_process(sym, getpid(), 0, 1, "test_symbolize");
+		p = map_file(FX("fx_inline"), NULL, &am, 1);
+		symbolizer__note_mapping(sym, getpid(), &am);
+		symbolizer__user(sym, getpid(), 1, (uintptr_t)p + mark, false, &f);
+		CHECK(f.name && !strcmp(f.name, "fx_outer"), "name %s", f.name ? f.name : "NULL");
+		if (no_lines[k]) {
+			CHECK(f.nr_lines == 0, "--no-lines: %zu lines", f.nr_lines);
+		} else {
+			CHECK(f.nr_lines == 3, "%zu lines", f.nr_lines);
+			CHECK(f.nr_lines == 3 && !strcmp(f.lines[0].function, "fx_inner") &&
+				      !strcmp(f.lines[1].function, "fx_middle") &&
+				      !strcmp(f.lines[2].function, "fx_outer") && f.lines[0].line &&
+				      strstr(f.lines[0].file, "fx_inline.c"),
+			      "inline chain");
+		}
+		munmap(p, am.end - am.start);
+		symbolizer__free(sym);
+	}
+}
+
 /* The offset the test relies on, from our own ELF reader: both libraries
  * have their function at FN_OFF. */
 static void test_fixture_layout(void)
@@ -313,6 +367,7 @@ static void test_lifetimes(void)
 int main(void)
 {
 	RUN(test_fixture_layout);
+	RUN(test_source_lines);
 	RUN(test_mappings_over_time);
 	RUN(test_file_cache);
 	RUN(test_replaced_file);
