@@ -92,7 +92,9 @@ struct dsample {
 /* Message fields by number (indexes 1..15): a small message's varints. */
 struct msg {
 	uint64_t f[16];
-	uint64_t line_fn, line_line; /* Location.line */
+	uint64_t line_fn, line_line; /* Location.line: the last one */
+	uint64_t lines[4][2];	     /* the first four: function, line */
+	size_t nr_lines;
 };
 
 struct decoded {
@@ -121,6 +123,10 @@ static void get_msg(const struct field *f, struct msg *m)
 			get_msg(&g, &line);
 			m->line_fn = line.f[1];
 			m->line_line = line.f[2];
+			if (m->nr_lines < 4) {
+				m->lines[m->nr_lines][0] = line.f[1];
+				m->lines[m->nr_lines++][1] = line.f[2];
+			}
 		}
 	}
 }
@@ -350,6 +356,55 @@ static void test_tables(void)
 	profile__free(x.p);
 }
 
+/* Inline frames: one Line per function inlined at the address, innermost
+ * first, the function it is all in last (profile.proto), and functions
+ * with their file and start line. */
+static void test_inline_lines(void)
+{
+	struct decoded *d = malloc(sizeof(*d));
+	struct profile *p = NULL;
+	uint32_t outer, mid, inner, loc, stack;
+	const struct msg *m;
+	uint8_t *raw;
+	size_t len;
+
+	CHECK(!profile__new(&(struct profile_opts){ .demangle = true }, &p), "new");
+	profile__add_type(p, "samples", "count");
+	outer = profile__add_function_at(p, "run", "/src/a.c", 30);
+	mid = profile__add_function_at(p, "_ZN2ns3midEv", "/src/a.h", 10);
+	inner = profile__add_function_at(p, "inner", "/src/b.h", 3);
+	struct pf_line chain[] = { { inner, 5 }, { mid, 12 } };
+	loc = profile__add_location(p, &(struct pf_location){
+		.address = 0x1234, .function = outer, .line = 37,
+		.inlines = profile__add_inlines(p, chain, 2) });
+	/* the same chain again is the same id */
+	CHECK(profile__add_inlines(p, chain, 2) == profile__location(p, loc)->inlines,
+	      "inline chains are deduplicated");
+	stack = profile__add_stack(p, &loc, 1);
+	profile__add_sample(p, &(struct pf_sample){ .stack = stack, .pid = 1, .values = { 7 } });
+	CHECK(!profile__err(p), "building");
+	raw = encode_raw(p, &len);
+	decode(raw, len, d);
+	CHECK(!d->bad && d->nr_locations == 1, "decoded, %zu locations", d->nr_locations);
+	m = &d->locations[0];
+	CHECK(m->nr_lines == 3, "%zu lines", m->nr_lines);
+	CHECK(m->lines[0][0] == inner && m->lines[0][1] == 5, "innermost first: %llu:%llu",
+	      (unsigned long long)m->lines[0][0], (unsigned long long)m->lines[0][1]);
+	CHECK(m->lines[1][0] == mid && m->lines[1][1] == 12, "then its caller");
+	CHECK(m->lines[2][0] == outer && m->lines[2][1] == 37, "the real function last");
+	CHECK(d->nr_functions == 3, "%zu functions", d->nr_functions);
+	if (d->nr_functions == 3) {
+		m = &d->functions[mid - 1];
+		CHECK(str_is(d, m->f[2], "ns::mid()") && str_is(d, m->f[3], "_ZN2ns3midEv") &&
+			      str_is(d, m->f[4], "/src/a.h") && m->f[5] == 10,
+		      "inlined function: demangled, file, start_line %llu",
+		      (unsigned long long)m->f[5]);
+	}
+	free(raw);
+	free(d);
+	profile__free(p);
+}
+
 static void test_samples(void)
 {
 	struct decoded *d = malloc(sizeof(*d));
@@ -439,6 +494,7 @@ int main(void)
 	RUN(test_header);
 	RUN(test_tables);
 	RUN(test_samples);
+	RUN(test_inline_lines);
 	RUN(test_deep_stack);
 	RUN(test_enospc);
 	UNIT_EXIT();

@@ -191,10 +191,76 @@ static void test_copy(void)
 	profile__free(fx.p);
 }
 
+/* Inline frames: folded only shows them with --inline ("NAME (inline)",
+ * after the frame they are inlined into, outermost first), top counts
+ * the innermost as flat, and a copy keeps them. */
+static void test_inlines(void)
+{
+	struct writer_opts wo = { .inlines = true, .top = 3 };
+	struct profile *p, *dst;
+	uint32_t outer, loc, st, mainf, mainloc, locs[2];
+	char *a, *b, *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	CHECK(!profile__new(&(struct profile_opts){ .demangle = true }, &p), "new");
+	profile__add_type(p, "samples", "count");
+	outer = profile__add_function_at(p, "run", "/src/a.c", 30);
+	struct pf_line chain[] = { { profile__add_function_at(p, "inner", "/src/a.c", 3), 5 },
+				   { profile__add_function_at(p, "_ZN2ns3midEv", "/src/a.h", 9), 12 } };
+	loc = profile__add_location(p, &(struct pf_location){
+		.address = 0x1234, .function = outer, .line = 37,
+		.inlines = profile__add_inlines(p, chain, 2) });
+	mainf = profile__add_function(p, "main", NULL);
+	mainloc = profile__add_location(p, &(struct pf_location){ .address = 0x1000,
+								  .function = mainf });
+	locs[0] = loc, locs[1] = mainloc;
+	st = profile__add_stack(p, locs, 2);
+	CHECK(!profile__add_sample(p, &(struct pf_sample){ .stack = st, .pid = 1,
+		.comm = profile__intern(p, "app"), .values = { 4 } }), "add");
+
+	a = write_with(p, "folded", false);
+	CHECK(a && !strcmp(a, "app;main;run 4\n"), "without --inline:\n%s", a);
+	f = open_memstream(&text, &len);
+	CHECK(f && !writer__find("folded")->write(p, &wo, f), "write");
+	fclose(f);
+	CHECK(text && !strcmp(text, "app;main;run;ns::mid() (inline);inner (inline) 4\n"),
+	      "--inline:\n%s", text);
+	free(text);
+	text = NULL;
+	f = open_memstream(&text, &len);
+	CHECK(f && !writer__find("top")->write(p, &wo, f), "write top");
+	fclose(f);
+	CHECK(text && strstr(text, "         4 100.00% 100.00%          4 100.00%  inner (inline)\n"),
+	      "top --inline:\n%s", text);
+	free(text);
+
+	CHECK(!profile__new(&(struct profile_opts){ .demangle = true }, &dst), "new");
+	CHECK(!profile__copy_meta(dst, p), "meta");
+	CHECK(!profile__copy_sample(dst, p, profile__sample(p, 0)), "copy");
+	text = NULL;
+	f = open_memstream(&text, &len);
+	CHECK(f && !writer__find("folded")->write(dst, &wo, f), "write copy");
+	fclose(f);
+	b = text;
+	CHECK(b && !strcmp(b, "app;main;run;ns::mid() (inline);inner (inline) 4\n"),
+	      "copy keeps the inline frames:\n%s", b);
+	const struct pf_location *cl = profile__location(dst, profile__stack(dst, 1, &len)[0]);
+	const struct pf_function *cf = profile__function(dst, cl->function);
+	CHECK(cl->line == 37 && cf->start_line == 30 &&
+		      !strcmp(profile__str(dst, cf->filename), "/src/a.c"),
+	      "copy keeps line, file and start line");
+	free(a);
+	free(b);
+	profile__free(dst);
+	profile__free(p);
+}
+
 int main(void)
 {
 	RUN(test_dedup_and_names);
 	RUN(test_samples_merge_and_folded);
 	RUN(test_copy);
+	RUN(test_inlines);
 	UNIT_EXIT();
 }
