@@ -30,6 +30,9 @@ struct writer {
 	bool timed;	     /* needs every sample with its time (stream) */
 	/* Writes p to f. Returns 0 or -errno (the cause kept: -ENOSPC...). */
 	int (*write)(const struct profile *p, const struct writer_opts *o, FILE *f);
+	bool lines;	     /* shows source lines and inline frames: a run
+			      * with no such format (and no --inline) reads
+			      * no DWARF */
 };
 
 /* The writer called name, or NULL. */

@@ -346,6 +346,20 @@ static int report_events(struct run *r)
 	return err;
 }
 
+/* DWARF is read only for what shows it: pprof, or --inline. Folded alone
+ * (the default) costs what it did before lines existed. */
+static bool wants_lines(const struct opts *o)
+{
+	if (o->no_lines)
+		return false;
+	if (o->inlines)
+		return true;
+	for (size_t i = 0; i < o->nr_formats; i++)
+		if (o->formats[i]->lines)
+			return true;
+	return false;
+}
+
 static void print_summary(const struct run *r)
 {
 	const struct opts *o = r->o;
@@ -377,7 +391,8 @@ static void print_summary(const struct run *r)
 		fprintf(stderr, "  source lines: %llu/%llu user frames, from the DWARF of %llu "
 			"files%s; profiles built (symbolized) in %.3f s, %.3f s CPU\n",
 			(unsigned long long)ys.user_lines, (unsigned long long)ys.user_frames,
-			(unsigned long long)ys.dwarf_files, o->no_lines ? " (--no-lines)" : "",
+			(unsigned long long)ys.dwarf_files,
+			wants_lines(o) ? "" : " (not read: no format shows lines)",
 			r->build_s, r->build_cpu_s);
 	}
 }
@@ -407,7 +422,7 @@ static int run_setup(struct run *r)
 	err = symbolizer__new(&(struct symbolizer_opts){
 				      .debug_dirs = (const char *const *)o->debug_dirs.v,
 				      .nr_debug_dirs = o->debug_dirs.nr,
-				      .no_lines = o->no_lines },
+				      .no_lines = !wants_lines(o) },
 			      &r->sym);
 	if (!err)
 		err = stream__new(&(struct stream_opts){ .keep_samples = o->timed,

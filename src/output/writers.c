@@ -10,7 +10,7 @@ static const struct writer writers[] = {
 	{ "samples", "samples", "one line per sample with its time, CPU, pid, tid and period", false, true,
 	  samples__write_profile },
 	{ "pprof", "pb.gz", "gzip-compressed profile.proto for go tool pprof, Pyroscope, Grafana", true,
-	  false, pprof__write_profile },
+	  false, pprof__write_profile, .lines = true },
 	{ "svg", "svg", "an interactive flame graph (--inverted: icicle), for any web browser", false,
 	  false, svg__write_profile },
 	{ "top", "top", "the functions with the most samples, flat and cumulative (--top N rows)",
