@@ -131,11 +131,12 @@ static int find_file(int pid, const struct procmap *m, char *path, size_t size, 
 /* Symbols of the file at path (mapped as m->path), from its local debug
  * file when it is stripped (*stripped: there was none). */
 static struct symtab *load_symbols(struct filecache *fc, const char *path, const char *mapped,
-				   bool *stripped)
+				   bool *stripped, bool *from_debug)
 {
 	struct symtab *st, *dbg;
 
 	*stripped = false;
+	*from_debug = false;
 	if (symtab__load(path, &st))
 		return NULL;
 	fc->stats.parsed++;
@@ -143,6 +144,7 @@ static struct symtab *load_symbols(struct filecache *fc, const char *path, const
 		if (!debuginfo__load(st, mapped, fc->dbg, &dbg)) {
 			symtab__free(st);
 			st = dbg;
+			*from_debug = true;
 			fc->stats.debug_files++;
 		} else {
 			*stripped = true;
@@ -158,7 +160,7 @@ static struct symtab *load_symbols(struct filecache *fc, const char *path, const
  * its process), and read at the first lookup. Only a file with a
  * .debug_info is opened: most libraries are stripped and cost nothing.
  */
-static struct dwlines *open_lines(struct filecache *fc, const struct symtab *st)
+static struct dwlines *open_lines_of(struct filecache *fc, const struct symtab *st)
 {
 	struct dwlines *dl;
 	int err;
@@ -174,12 +176,36 @@ static struct dwlines *open_lines(struct filecache *fc, const struct symtab *st)
 	return dl;
 }
 
+/*
+ * The DWARF for the symbols st of the file mapped as `mapped`: st's own
+ * file's, or, when st is the binary's own table without DWARF (strip
+ * --strip-debug keeps .symtab; the DWARF went to a debug file), its debug
+ * file's, looked for as a stripped file's symbols are (searched: that
+ * was done already, for the symbols).
+ */
+static struct dwlines *open_lines(struct filecache *fc, const struct symtab *st,
+				  const char *mapped, bool searched)
+{
+	struct symtab *dbg;
+	struct dwlines *dl;
+
+	if (fc->no_lines || !st || symtab__has_debug_info(st) || searched)
+		return open_lines_of(fc, st);
+	if (!symtab__build_id(st) && !symtab__debuglink(st, NULL))
+		return NULL;
+	if (debuginfo__load(st, mapped, fc->dbg, &dbg))
+		return NULL;
+	dl = open_lines_of(fc, dbg);
+	symtab__free(dbg);
+	return dl;
+}
+
 /* Fills r's symbols: the build-ID's, when they are loaded already. */
 static void read_file(struct filecache *fc, struct file_rec *r, const char *path)
 {
 	struct id_syms *e;
 	struct symtab *st;
-	bool stripped;
+	bool stripped, from_debug;
 
 	if (!elf_build_id__read(path, r->build_id, sizeof(r->build_id)))
 		r->pub.build_id = r->build_id;
@@ -191,9 +217,9 @@ static void read_file(struct filecache *fc, struct file_rec *r, const char *path
 		e->refs++;
 		return;
 	}
-	st = load_symbols(fc, path, r->path, &stripped);
+	st = load_symbols(fc, path, r->path, &stripped, &from_debug);
 	r->pub.st = st;
-	r->pub.lines = open_lines(fc, st);
+	r->pub.lines = open_lines(fc, st, r->path, from_debug || stripped);
 	r->remote = stripped && r->pub.build_id && debuginfo__remote_wanted();
 	if (!st || !r->pub.build_id) {
 		r->owned = st;
@@ -299,7 +325,7 @@ void filecache__fetch_remote(struct filecache *fc)
 		fc->stats.debug_files++;
 		fc->stats.symtab_bytes += symtab__mem_bytes(dbg) - symtab__mem_bytes(old);
 		/* a stripped file had no DWARF: the fetched debug file's is all */
-		lines = open_lines(fc, dbg);
+		lines = open_lines_of(fc, dbg);
 		if (!r->owned) { /* shared by build-ID: the map holds it */
 			struct id_syms *e = hashmap__find(fc->by_id, r->build_id);
 

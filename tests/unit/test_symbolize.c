@@ -235,10 +235,12 @@ static uint64_t fx_inline_mark(void)
 static void test_source_lines(void)
 {
 	uint64_t mark = fx_inline_mark();
-	bool no_lines[] = { false, true };
+	bool no_lines[] = { false, true, false };
+	/* the last: .symtab in the binary, DWARF in its debug file (debuglink) */
+	const char *file[] = { FX("fx_inline"), FX("fx_inline"), FX("fx_inline_link") };
 
 	CHECK(mark, "mark address");
-	for (size_t k = 0; k < 2; k++) {
+	for (size_t k = 0; k < 3; k++) {
 		struct symbolizer *sym;
 		struct as_mapping am;
 		struct sym_frame f;
@@ -248,14 +250,14 @@ static void test_source_lines(void)
 		      "new");
 		symbolizer__set_tracking(sym, true);
 		symbolizer__note_process(sym, getpid(), 0, 1, "test_symbolize");
-		p = map_file(FX("fx_inline"), NULL, &am, 1);
+		p = map_file(file[k], NULL, &am, 1);
 		symbolizer__note_mapping(sym, getpid(), &am);
 		symbolizer__user(sym, getpid(), 1, (uintptr_t)p + mark, false, &f);
 		CHECK(f.name && !strcmp(f.name, "fx_outer"), "name %s", f.name ? f.name : "NULL");
 		if (no_lines[k]) {
 			CHECK(f.nr_lines == 0, "--no-lines: %zu lines", f.nr_lines);
 		} else {
-			CHECK(f.nr_lines == 3, "%zu lines", f.nr_lines);
+			CHECK(f.nr_lines == 3, "%s: %zu lines", file[k], f.nr_lines);
 			CHECK(f.nr_lines == 3 && !strcmp(f.lines[0].function, "fx_inner") &&
 				      !strcmp(f.lines[1].function, "fx_middle") &&
 				      !strcmp(f.lines[2].function, "fx_outer") && f.lines[0].line &&
