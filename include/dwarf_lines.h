@@ -51,7 +51,5 @@ int dwlines__find(struct dwlines *dl, uint64_t vaddr, const struct dw_frame **fr
  * lookup reads them again. Returns whether it freed something.
  */
 bool dwlines__release_idle(struct dwlines *dl);
-/* Memory held by the cache and the address table (not libdw's own). */
-size_t dwlines__mem_bytes(const struct dwlines *dl);
 
 #endif

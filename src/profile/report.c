@@ -15,8 +15,8 @@
 
 /* markers + user frames + kernel frames */
 #define MAX_FRAMES (BPFS_MAX_USER_DEPTH + BPFS_SEG_FRAMES + 8)
-/* Inline frames kept per location (dwarf_lines keeps 32) */
-#define SYM_MAX_INLINES 32
+/* Inline frames kept per location (as many as dwarf_lines gives) */
+#define MAX_INLINES 32
 /* The kernel's half of x86-64's address space: where kernel frames are. */
 #define KERNEL_START 0xffff800000000000ULL
 
@@ -85,7 +85,7 @@ static uint32_t dw_function(struct profile *p, const struct dw_frame *d, const c
  */
 static void add_source(struct profile *p, const struct sym_frame *f, struct pf_location *l)
 {
-	struct pf_line inl[SYM_MAX_INLINES];
+	struct pf_line inl[MAX_INLINES];
 	const struct dw_frame *outer = &f->lines[f->nr_lines - 1];
 	const char *name = f->name ? f->name : outer->function;
 	size_t n = 0;
@@ -93,7 +93,7 @@ static void add_source(struct profile *p, const struct sym_frame *f, struct pf_l
 	if (name)
 		l->function = dw_function(p, outer, name);
 	l->line = outer->line;
-	for (size_t i = 0; i + 1 < f->nr_lines && n < SYM_MAX_INLINES; i++) {
+	for (size_t i = 0; i + 1 < f->nr_lines && n < MAX_INLINES; i++) {
 		if (!f->lines[i].function)
 			continue;
 		inl[n++] = (struct pf_line){ dw_function(p, &f->lines[i], f->lines[i].function),

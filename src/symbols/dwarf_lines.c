@@ -48,7 +48,6 @@ struct dwlines {
 	struct vec cus;	 /* struct cu_range, sorted by lo */
 	struct hashmap *cache; /* vaddr + 1 -> struct answer */
 	struct hashmap *paths; /* joined source paths (owned), each once */
-	size_t cache_bytes;
 	struct dw_frame scratch[MAX_FRAMES];
 };
 
@@ -103,7 +102,6 @@ static void cache_free(struct dwlines *dl)
 		free(val);
 	hashmap__free(dl->cache);
 	dl->cache = NULL;
-	dl->cache_bytes = 0;
 }
 
 void dwlines__free(struct dwlines *dl)
@@ -124,11 +122,6 @@ void dwlines__free(struct dwlines *dl)
 		close(dl->fd);
 	free(dl->path);
 	free(dl);
-}
-
-size_t dwlines__mem_bytes(const struct dwlines *dl)
-{
-	return dl ? sizeof(*dl) + dl->cus.cap * dl->cus.elem + dl->cache_bytes : 0;
 }
 
 static int cmp_range(const void *a, const void *b)
@@ -414,7 +407,6 @@ static const struct answer *remember(struct dwlines *dl, uint64_t vaddr, size_t 
 		free(a);
 		return NULL;
 	}
-	dl->cache_bytes += size;
 	return a;
 }
 
@@ -448,7 +440,9 @@ int dwlines__find(struct dwlines *dl, uint64_t vaddr, const struct dw_frame **fr
 
 bool dwlines__release_idle(struct dwlines *dl)
 {
-	bool held = dl->tried;
+	/* a file whose DWARF could not be read stays as it is: asking again
+	 * would only say so again each window */
+	bool held = dl->dw != NULL;
 
 	if (dl->used || !held) {
 		dl->used = false;
