@@ -32,6 +32,19 @@ struct cu_range {
 	Dwarf_Off cu; /* offset of the unit's DIE */
 };
 
+/* An out-of-line function's address range in a unit: the functions of a
+ * unit are listed once, at its first lookup, since a function's DIE may
+ * sit anywhere in the tree (a C++ lambda's inside the class of the
+ * function that made it, inside that function). */
+struct fn_range {
+	uint64_t lo, hi;
+	Dwarf_Off die;
+};
+
+struct unit_fns {
+	struct vec fns; /* struct fn_range, sorted by lo */
+};
+
 struct answer {
 	size_t nr;
 	struct dw_frame f[];
@@ -48,6 +61,7 @@ struct dwlines {
 	struct vec cus;	 /* struct cu_range, sorted by lo */
 	struct hashmap *cache; /* vaddr + 1 -> struct answer */
 	struct hashmap *paths; /* joined source paths (owned), each once */
+	struct hashmap *units; /* unit DIE offset + 1 -> struct unit_fns */
 	struct dw_frame scratch[MAX_FRAMES];
 };
 
@@ -66,7 +80,8 @@ int dwlines__open(const char *path, struct dwlines **out)
 	dl->path = strdup(path);
 	dl->cache = hashmap__new(hashmap__hash_int, hashmap__equal_int);
 	dl->paths = hashmap__new(hashmap__hash_str, hashmap__equal_str);
-	if (!dl->path || !dl->cache || !dl->paths) {
+	dl->units = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	if (!dl->path || !dl->cache || !dl->paths || !dl->units) {
 		err = -ENOMEM;
 		goto err_free;
 	}
@@ -94,6 +109,18 @@ err_free:
 	return err;
 }
 
+static void units_clear(struct dwlines *dl)
+{
+	void *val;
+
+	for (size_t i = 0; dl->units && hashmap__next(dl->units, &i, NULL, &val);) {
+		vec__free(&((struct unit_fns *)val)->fns);
+		free(val);
+	}
+	hashmap__free(dl->units);
+	dl->units = NULL;
+}
+
 static void cache_free(struct dwlines *dl)
 {
 	void *val;
@@ -111,6 +138,7 @@ void dwlines__free(struct dwlines *dl)
 	if (!dl)
 		return;
 	cache_free(dl);
+	units_clear(dl);
 	for (size_t i = 0; dl->paths && hashmap__next(dl->paths, &i, NULL, &val);)
 		free(val);
 	hashmap__free(dl->paths);
@@ -327,6 +355,99 @@ static size_t descend(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain, size_
 	return n;
 }
 
+/* Tags whose children may hold out-of-line functions. */
+static bool may_hold_functions(int tag)
+{
+	return is_holder(tag) || tag == DW_TAG_subprogram || tag == DW_TAG_lexical_block ||
+	       tag == DW_TAG_compile_unit || tag == DW_TAG_partial_unit;
+}
+
+static int list_functions(Dwarf_Die *parent, struct vec *fns, int depth)
+{
+	Dwarf_Die child;
+
+	if (depth > 64 || dwarf_child(parent, &child))
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+
+		if (tag == DW_TAG_subprogram) {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t off = 0;
+
+			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+				struct fn_range *r;
+
+				if (hi <= lo)
+					continue;
+				r = vec__push(fns);
+				if (!r)
+					return -ENOMEM;
+				*r = (struct fn_range){ lo, hi, dwarf_dieoffset(&child) };
+			}
+		}
+		if (may_hold_functions(tag) && list_functions(&child, fns, depth + 1))
+			return -ENOMEM;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+static int cmp_fn(const void *a, const void *b)
+{
+	const struct fn_range *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+/* The out-of-line functions of unit cudie, listed at its first lookup. */
+static const struct unit_fns *unit_functions(struct dwlines *dl, Dwarf_Die *cudie)
+{
+	const void *key = (const void *)(uintptr_t)(dwarf_dieoffset(cudie) + 1);
+	struct unit_fns *u = dl->units ? hashmap__find(dl->units, key) : NULL;
+
+	if (u || !dl->units)
+		return u;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->fns = VEC_INIT(struct fn_range);
+	if (list_functions(cudie, &u->fns, 0) || hashmap__set(dl->units, key, u, NULL)) {
+		vec__free(&u->fns);
+		free(u);
+		return NULL;
+	}
+	qsort(u->fns.data, u->fns.nr, sizeof(struct fn_range), cmp_fn);
+	return u;
+}
+
+static unsigned long long fn_lo(const void *e)
+{
+	return ((const struct fn_range *)e)->lo;
+}
+
+/* The innermost out-of-line function holding vaddr: of those whose range
+ * holds it (a GNU C nested function's code may sit inside its parent's
+ * range), the smallest. */
+static bool function_of(struct dwlines *dl, Dwarf_Die *cudie, uint64_t vaddr, Dwarf_Die *out)
+{
+	const struct unit_fns *u = unit_functions(dl, cudie);
+	const struct fn_range *best = NULL;
+	long i;
+
+	if (!u)
+		return false;
+	i = bsearch_last_le(u->fns.data, u->fns.nr, u->fns.elem, vaddr, fn_lo);
+	for (long k = 0; i >= 0 && k < 16; i--, k++) {
+		const struct fn_range *r = vec__at(&u->fns, i);
+
+		if (vaddr < r->hi && (!best || r->hi - r->lo < best->hi - best->lo))
+			best = r;
+	}
+	return best && dwarf_offdie(dl->dw, best->die, out);
+}
+
 static bool is_frame(Dwarf_Die *die)
 {
 	int tag = dwarf_tag(die);
@@ -353,15 +474,12 @@ static size_t resolve(struct dwlines *dl, uint64_t vaddr)
 		cur.file = full_path(dl, &cudie, dwarf_linesrc(ln, NULL, NULL));
 		cur.line = lineno;
 	}
-	nscopes = descend(&cudie, vaddr, scopes, 0, MAX_SCOPES);
-	/* from the real function (the outermost subprogram) inwards */
-	size_t first = nscopes;
+	/* the real function, then the scopes inlined into it */
+	nscopes = 0;
+	if (function_of(dl, &cudie, vaddr, &scopes[0]))
+		nscopes = descend(&scopes[0], vaddr, scopes, 1, MAX_SCOPES);
+	size_t first = 0;
 
-	for (size_t i = 0; i < nscopes; i++)
-		if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram) {
-			first = i;
-			break;
-		}
 	for (size_t i = first; i < nscopes; i++)
 		skip += is_frame(&scopes[i]);
 	/* a chain deeper than we keep loses its innermost frames */
@@ -450,7 +568,9 @@ bool dwlines__release_idle(struct dwlines *dl)
 	}
 	/* the cached answers point into libdw's memory: they go first */
 	cache_free(dl);
+	units_clear(dl);
 	dl->cache = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	dl->units = hashmap__new(hashmap__hash_int, hashmap__equal_int);
 	if (dl->dw)
 		dwarf_end(dl->dw);
 	dl->dw = NULL;

@@ -25,9 +25,9 @@ struct a2l {
 	unsigned int line[MAX_A2L];
 };
 
-static bool read_a2l(struct a2l *o)
+static bool read_a2l_of(const char *path, struct a2l *o)
 {
-	FILE *f = fopen(FX("fx_inline.a2l"), "r");
+	FILE *f = fopen(path, "r");
 	char fn[256], loc[1024], *colon;
 	bool ok = false;
 
@@ -49,6 +49,11 @@ static bool read_a2l(struct a2l *o)
 out:
 	fclose(f);
 	return ok;
+}
+
+static bool read_a2l(struct a2l *o)
+{
+	return read_a2l_of(FX("fx_inline.a2l"), o);
 }
 
 /* What dwlines says at the mark of file path equals addr2line's frames. */
@@ -93,6 +98,17 @@ static void test_inline_chain(void)
 	CHECK(want.nr == 3 && !strcmp(want.fn[0], "fx_inner") && !strcmp(want.fn[1], "fx_middle") &&
 		      !strcmp(want.fn[2], "fx_outer"),
 	      "addr2line -i: %zu frames, %s", want.nr, want.fn[0]);
+	check_frames(FX("fx_inline"), &want);
+}
+
+/* A function whose DIE is inside another function's. */
+static void test_nested_function(void)
+{
+	struct a2l want;
+
+	CHECK(read_a2l_of(FX("fx_nested.a2l"), &want), "read fx_nested.a2l");
+	CHECK(want.nr == 1 && !strcmp(want.fn[0], "fx_nested"), "addr2line: %zu frames, %s",
+	      want.nr, want.fn[0]);
 	check_frames(FX("fx_inline"), &want);
 }
 
@@ -144,6 +160,7 @@ static void test_no_debug_info(void)
 int main(void)
 {
 	RUN(test_inline_chain);
+	RUN(test_nested_function);
 	RUN(test_debug_file);
 	RUN(test_release_idle);
 	RUN(test_no_debug_info);
