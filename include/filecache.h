@@ -38,6 +38,7 @@ struct filecache_stats {
 	uint64_t debug_files;  /* separate debug files used */
 	uint64_t dwarf_files;  /* files whose DWARF was opened for lines */
 	uint64_t dwarf_released; /* DWARF read, then freed for a sweep unused */
+	uint64_t dwarf_skipped;	 /* files with DWARF past the fd budget */
 	uint64_t symtab_bytes; /* memory of all symbol tables held */
 	uint64_t released;     /* files released (no mapping held them) */
 	uint64_t held;	       /* files held now (after the last sweep) */

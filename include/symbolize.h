@@ -30,6 +30,7 @@ struct symbolizer_stats {
 	uint64_t shared;	/* files that shared a build-ID's symbols */
 	uint64_t debug_files;	/* separate debug files used */
 	uint64_t dwarf_files;	/* files whose DWARF was opened for lines */
+	uint64_t dwarf_skipped;	/* files with DWARF past the fd budget */
 	uint64_t user_lines;	/* user frames given a source line */
 	uint64_t symtab_bytes;	/* memory of the symbol tables held */
 	uint64_t mappings;	/* executable mappings followed as made */

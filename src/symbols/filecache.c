@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,6 +55,8 @@ struct filecache {
 	struct file_rec *all;
 	const struct debuginfo_opts *dbg;
 	bool no_lines; /* DWARF is not read */
+	unsigned int lines_open; /* DWARF readers held: each holds an fd */
+	unsigned int lines_max;
 	struct symtab *vdso;
 	bool vdso_tried;
 	struct filecache_stats stats;
@@ -69,6 +72,24 @@ static bool equal_key(const void *a, const void *b)
 	return memcmp(a, b, sizeof(struct file_key)) == 0;
 }
 
+/*
+ * Each file whose DWARF may be read keeps an fd open (its map_files path
+ * goes with its process), so they get a budget: a quarter of the fd limit,
+ * at most 256. Files past it have no lines (counted); under churn of
+ * thousands of distinct -g executables the profiler still has fds for
+ * what it must open.
+ */
+static unsigned int lines_fd_budget(void)
+{
+	struct rlimit rl;
+	rlim_t n = 1024;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		n = rl.rlim_cur;
+	n /= 4;
+	return n > 256 ? 256 : n;
+}
+
 int filecache__new(const struct debuginfo_opts *dbg, struct filecache **out)
 {
 	struct filecache *fc = calloc(1, sizeof(*fc));
@@ -76,6 +97,7 @@ int filecache__new(const struct debuginfo_opts *dbg, struct filecache **out)
 	if (!fc)
 		return -ENOMEM;
 	fc->dbg = dbg;
+	fc->lines_max = lines_fd_budget();
 	fc->files = hashmap__new(hash_key, equal_key);
 	fc->by_id = hashmap__new(hashmap__hash_str, hashmap__equal_str);
 	if (!fc->files || !fc->by_id) {
@@ -160,6 +182,14 @@ static struct symtab *load_symbols(struct filecache *fc, const char *path, const
  * its process), and read at the first lookup. Only a file with a
  * .debug_info is opened: most libraries are stripped and cost nothing.
  */
+static void close_lines(struct filecache *fc, struct dwlines *dl)
+{
+	if (!dl)
+		return;
+	dwlines__free(dl);
+	fc->lines_open--;
+}
+
 static struct dwlines *open_lines_of(struct filecache *fc, const struct symtab *st)
 {
 	struct dwlines *dl;
@@ -167,12 +197,19 @@ static struct dwlines *open_lines_of(struct filecache *fc, const struct symtab *
 
 	if (fc->no_lines || !st || !symtab__has_debug_info(st) || !symtab__path(st))
 		return NULL;
+	if (fc->lines_open >= fc->lines_max) {
+		if (!fc->stats.dwarf_skipped++)
+			p_dbg("%u files with DWARF held: %s and the next get no source lines",
+			      fc->lines_open, symtab__path(st));
+		return NULL;
+	}
 	err = dwlines__open(symtab__path(st), &dl);
 	if (err) {
 		p_dbg("%s: no source lines: %s", symtab__path(st), strerror(-err));
 		return NULL;
 	}
 	fc->stats.dwarf_files++;
+	fc->lines_open++;
 	return dl;
 }
 
@@ -331,11 +368,11 @@ void filecache__fetch_remote(struct filecache *fc)
 
 			if (e) {
 				e->st = dbg;
-				dwlines__free(e->lines);
+				close_lines(fc, e->lines);
 				e->lines = lines;
 			}
 		} else {
-			dwlines__free(r->owned_lines);
+			close_lines(fc, r->owned_lines);
 		}
 		replace_symbols(fc, old, dbg, lines);
 		symtab__free(old);
@@ -358,7 +395,7 @@ static void release_symbols(struct filecache *fc, struct file_rec *r)
 	if (r->owned) {
 		fc->stats.symtab_bytes -= symtab__mem_bytes(r->owned);
 		symtab__free(r->owned);
-		dwlines__free(r->owned_lines);
+		close_lines(fc, r->owned_lines);
 		return;
 	}
 	e = r->pub.st && r->pub.build_id ? hashmap__find(fc->by_id, r->build_id) : NULL;
@@ -367,7 +404,7 @@ static void release_symbols(struct filecache *fc, struct file_rec *r)
 	hashmap__delete(fc->by_id, e->id, NULL, NULL);
 	fc->stats.symtab_bytes -= symtab__mem_bytes(e->st);
 	symtab__free(e->st);
-	dwlines__free(e->lines);
+	close_lines(fc, e->lines);
 	free(e);
 }
 

@@ -283,6 +283,7 @@ void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ou
 		.shared = fs.shared,
 		.debug_files = fs.debug_files,
 		.dwarf_files = fs.dwarf_files,
+		.dwarf_skipped = fs.dwarf_skipped,
 		.user_lines = sym->user_lines,
 		.symtab_bytes = fs.symtab_bytes,
 		.mappings = as.mappings,
