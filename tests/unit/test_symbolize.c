@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -269,6 +270,43 @@ static void test_source_lines(void)
 	}
 }
 
+/* Files whose DWARF may be read hold an fd each: a quarter of the fd limit
+ * at most. With a limit of 10, the third file with DWARF gets no lines. */
+static void test_lines_fd_budget(void)
+{
+	const char *files[] = { FX("fx_swap_a.so"), FX("fx_swap_b.so"), FX("fx_inline") };
+	struct rlimit old, low;
+	struct symbolizer_stats st;
+	struct symbolizer *sym;
+	struct as_mapping am;
+	void *p[3];
+	size_t len[3], with_lines = 0;
+
+	CHECK(!getrlimit(RLIMIT_NOFILE, &old), "getrlimit");
+	low = (struct rlimit){ 10, old.rlim_max };
+	CHECK(!setrlimit(RLIMIT_NOFILE, &low), "setrlimit");
+	CHECK(!symbolizer__new(NULL, &sym), "new");
+	CHECK(!setrlimit(RLIMIT_NOFILE, &old), "setrlimit back");
+	symbolizer__set_tracking(sym, true);
+	symbolizer__note_process(sym, getpid(), 0, 1, "test_symbolize");
+	for (size_t i = 0; i < 3; i++) {
+		struct sym_frame f;
+
+		p[i] = map_file(files[i], NULL, &am, i + 1);
+		len[i] = am.end - am.start;
+		symbolizer__note_mapping(sym, getpid(), &am);
+		symbolizer__user(sym, getpid(), i + 1, (uintptr_t)p[i] + FN_OFF, false, &f);
+		with_lines += f.nr_lines > 0;
+	}
+	symbolizer__stats(sym, &st);
+	CHECK(st.dwarf_files == 2 && st.dwarf_skipped == 1, "DWARF of %llu files, %llu skipped",
+	      (unsigned long long)st.dwarf_files, (unsigned long long)st.dwarf_skipped);
+	CHECK(with_lines == 2, "%zu files' frames with lines", with_lines);
+	for (size_t i = 0; i < 3; i++)
+		munmap(p[i], len[i]);
+	symbolizer__free(sym);
+}
+
 /* The offset the test relies on, from our own ELF reader: both libraries
  * have their function at FN_OFF. */
 static void test_fixture_layout(void)
@@ -370,6 +408,7 @@ int main(void)
 {
 	RUN(test_fixture_layout);
 	RUN(test_source_lines);
+	RUN(test_lines_fd_budget);
 	RUN(test_mappings_over_time);
 	RUN(test_file_cache);
 	RUN(test_replaced_file);
