@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dwarf_lines.h"
 #include "hashmap.h"
 #include "log.h"
 #include "profile.h"
@@ -11,7 +12,6 @@
 #include "sampler.h"
 #include "stream.h"
 #include "symbolize.h"
-#include "dwarf_lines.h"
 
 /* markers + user frames + kernel frames */
 #define MAX_FRAMES (BPFS_MAX_USER_DEPTH + BPFS_SEG_FRAMES + 8)

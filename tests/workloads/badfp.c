@@ -28,7 +28,7 @@
 
 static double end_time;
 
-/* Spins ITERS times with rbp = FP, in the caller's function (inline). The
+/* Spins ITERS times with rbp = FP, in the caller's function (inlined). The
  * red zone is stepped over before rbp is pushed. */
 #define SPIN_WITH_FP(fp, iters)                                                    \
 	__asm__ volatile("sub $128, %%rsp\n\t"                                     \
