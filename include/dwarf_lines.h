@@ -8,7 +8,7 @@
  * Cheap to hold: dwlines__open() only opens the file and checks it has
  * .debug_info; the DWARF is read on the first lookup (most files mapped in
  * a profile are never asked). Answers are cached per address, the cache
- * bounded (it starts again when full).
+ * bounded (it starts again when full), and hold their own strings.
  */
 #ifndef BPFSAMPLER_DWARF_LINES_H
 #define BPFSAMPLER_DWARF_LINES_H
@@ -45,11 +45,12 @@ void dwlines__free(struct dwlines *dl);
  */
 int dwlines__find(struct dwlines *dl, uint64_t vaddr, const struct dw_frame **frames, size_t *nr);
 /*
- * Between windows of a long run: when dl was not asked since the last
- * call, frees the DWARF read (libdw's decompressed sections: megabytes for
- * a big library), the unit table and the cache, keeping the fd; the next
- * lookup reads them again. Returns whether it freed something.
+ * Between windows of a long run: frees what libdw read (the decompressed
+ * debug sections: megabytes for a big library) and the unit tables,
+ * keeping the fd and the answers cached (which own their strings). Only an
+ * address not asked before makes the next lookup read the DWARF again.
+ * Returns whether something was freed.
  */
-bool dwlines__release_idle(struct dwlines *dl);
+bool dwlines__trim(struct dwlines *dl);
 
 #endif

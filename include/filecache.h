@@ -37,7 +37,7 @@ struct filecache_stats {
 	uint64_t shared;       /* files whose build-ID's symbols were loaded */
 	uint64_t debug_files;  /* separate debug files used */
 	uint64_t dwarf_files;  /* files whose DWARF was opened for lines */
-	uint64_t dwarf_released; /* DWARF read, then freed for a sweep unused */
+	uint64_t dwarf_released; /* DWARF reads freed at a sweep (dwlines__trim) */
 	uint64_t dwarf_skipped;	 /* files with DWARF past the fd budget */
 	uint64_t symtab_bytes; /* memory of all symbol tables held */
 	uint64_t released;     /* files released (no mapping held them) */
@@ -59,9 +59,9 @@ const struct mapped_file *filecache__open(struct filecache *fc, int pid,
 void filecache__put(struct filecache *fc, const struct mapped_file *f);
 /* Releases the files no mapping has held for `idle` sweeps, and the
  * symbols of a build-ID no file uses any more: memory follows what is
- * mapped now, not everything ever seen. The DWARF read of a file still
- * held but not looked up since the last sweep is freed too (read again if
- * needed): memory follows what is sampled. Returns how many files went. */
+ * mapped now, not everything ever seen. What libdw read of the files
+ * still held is freed too (dwlines__trim: the answers stay, the DWARF is
+ * read again only for a new address). Returns how many files went. */
 size_t filecache__sweep(struct filecache *fc, unsigned int idle);
 /* Asks the debuginfod servers (DEBUGINFOD_URLS) for the debug files of the
  * stripped files that had none locally, once each: after sampling, since

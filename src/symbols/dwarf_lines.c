@@ -57,10 +57,12 @@ struct dwlines {
 	Dwarf *dw;	 /* NULL until the first lookup */
 	bool tried;	 /* dwarf_begin_elf was called */
 	bool indexed;	 /* cus was built */
-	bool used;	 /* asked since the last dwlines__release_idle */
 	struct vec cus;	 /* struct cu_range, sorted by lo */
 	struct hashmap *cache; /* vaddr + 1 -> struct answer */
-	struct hashmap *paths; /* joined source paths (owned), each once */
+	/* Every string an answer holds, owned, once each: answers never point
+	 * into libdw's memory, so it can be freed between windows while they
+	 * stay (dwlines__trim). */
+	struct hashmap *strs;
 	struct hashmap *units; /* unit DIE offset + 1 -> struct unit_fns */
 	struct dw_frame scratch[MAX_FRAMES];
 };
@@ -79,9 +81,9 @@ int dwlines__open(const char *path, struct dwlines **out)
 	dl->cus = VEC_INIT(struct cu_range);
 	dl->path = strdup(path);
 	dl->cache = hashmap__new(hashmap__hash_int, hashmap__equal_int);
-	dl->paths = hashmap__new(hashmap__hash_str, hashmap__equal_str);
+	dl->strs = hashmap__new(hashmap__hash_str, hashmap__equal_str);
 	dl->units = hashmap__new(hashmap__hash_int, hashmap__equal_int);
-	if (!dl->path || !dl->cache || !dl->paths || !dl->units) {
+	if (!dl->path || !dl->cache || !dl->strs || !dl->units) {
 		err = -ENOMEM;
 		goto err_free;
 	}
@@ -121,6 +123,16 @@ static void units_clear(struct dwlines *dl)
 	dl->units = NULL;
 }
 
+static void strs_free(struct dwlines *dl)
+{
+	void *val;
+
+	for (size_t i = 0; dl->strs && hashmap__next(dl->strs, &i, NULL, &val);)
+		free(val);
+	hashmap__free(dl->strs);
+	dl->strs = NULL;
+}
+
 static void cache_free(struct dwlines *dl)
 {
 	void *val;
@@ -133,15 +145,11 @@ static void cache_free(struct dwlines *dl)
 
 void dwlines__free(struct dwlines *dl)
 {
-	void *val;
-
 	if (!dl)
 		return;
 	cache_free(dl);
 	units_clear(dl);
-	for (size_t i = 0; dl->paths && hashmap__next(dl->paths, &i, NULL, &val);)
-		free(val);
-	hashmap__free(dl->paths);
+	strs_free(dl);
 	vec__free(&dl->cus);
 	if (dl->dw)
 		dwarf_end(dl->dw);
@@ -242,32 +250,54 @@ static bool unit_of(struct dwlines *dl, uint64_t vaddr, Dwarf_Die *cudie)
 	return false;
 }
 
+/* s (owned now: malloc'ed) kept in dl->strs, or the equal one there;
+ * NULL when out of memory. */
+static const char *keep_owned(struct dwlines *dl, char *s)
+{
+	char *known;
+
+	if (!s || !dl->strs)
+		goto err;
+	known = hashmap__find(dl->strs, s);
+	if (known) {
+		free(s);
+		return known;
+	}
+	if (hashmap__set(dl->strs, s, s, NULL))
+		goto err;
+	return s;
+err:
+	free(s);
+	return NULL;
+}
+
+/* A string of libdw's, copied into dl->strs. */
+static const char *keep(struct dwlines *dl, const char *s)
+{
+	const char *known;
+
+	if (!s)
+		return NULL;
+	known = dl->strs ? hashmap__find(dl->strs, s) : NULL;
+	return known ? known : keep_owned(dl, strdup(s));
+}
+
 /*
  * A source file as addr2line prints it: DWARF 5 line tables name files
- * relative to the unit's DW_AT_comp_dir. Joined paths are kept once each
- * in dl->paths (as long as dl), so frames can point at them.
+ * relative to the unit's DW_AT_comp_dir. Kept in dl->strs.
  */
 static const char *full_path(struct dwlines *dl, Dwarf_Die *cudie, const char *file)
 {
 	Dwarf_Attribute a;
 	const char *dir;
-	char *joined, *known;
+	char *joined;
 
 	if (!file || file[0] == '/')
-		return file;
+		return keep(dl, file);
 	dir = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a));
 	if (!dir || !*dir || asprintf(&joined, "%s/%s", dir, file) < 0)
-		return file;
-	known = hashmap__find(dl->paths, joined);
-	if (known) {
-		free(joined);
-		return known;
-	}
-	if (hashmap__set(dl->paths, joined, joined, NULL)) {
-		free(joined);
-		return file;
-	}
-	return joined;
+		return keep(dl, file);
+	return keep_owned(dl, joined);
 }
 
 static const char *die_name(Dwarf_Die *die)
@@ -288,7 +318,7 @@ static void fill_function(struct dwlines *dl, Dwarf_Die *cudie, struct dw_frame 
 {
 	int line;
 
-	f->function = die_name(die);
+	f->function = keep(dl, die_name(die));
 	f->fn_file = full_path(dl, cudie, dwarf_decl_file(die));
 	if (!dwarf_decl_line(die, &line) && line > 0)
 		f->fn_line = line;
@@ -509,11 +539,6 @@ static const struct answer *remember(struct dwlines *dl, uint64_t vaddr, size_t 
 	size_t size = sizeof(struct answer) + n * sizeof(struct dw_frame);
 	struct answer *a;
 
-	if (dl->cache && hashmap__size(dl->cache) >= CACHE_MAX) {
-		cache_free(dl);
-		/* no map: answers are right, only not kept */
-		dl->cache = hashmap__new(hashmap__hash_int, hashmap__equal_int);
-	}
 	if (!dl->cache)
 		return NULL;
 	a = malloc(size);
@@ -536,13 +561,22 @@ int dwlines__find(struct dwlines *dl, uint64_t vaddr, const struct dw_frame **fr
 
 	*frames = NULL;
 	*nr = 0;
-	dl->used = true;
-	if (!dl->tried && (err = start(dl)))
-		return err;
-	if (!dl->dw)
-		return -EINVAL;
 	a = dl->cache ? hashmap__find(dl->cache, (void *)(uintptr_t)(vaddr + 1)) : NULL;
+	if (!a && (!dl->cache || hashmap__size(dl->cache) >= CACHE_MAX)) {
+		/* full: start again, strings too (the scratch answer about to be
+		 * made is the only one that will use them); no map: answers
+		 * are right, only not kept */
+		cache_free(dl);
+		strs_free(dl);
+		dl->cache = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+		dl->strs = hashmap__new(hashmap__hash_str, hashmap__equal_str);
+	}
 	if (!a) {
+		/* libdw only for what the cache does not know */
+		if (!dl->tried && (err = start(dl)))
+			return err;
+		if (!dl->dw)
+			return -EINVAL;
 		n = resolve(dl, vaddr);
 		a = remember(dl, vaddr, n);
 		if (!a) { /* not cached, still right */
@@ -556,23 +590,15 @@ int dwlines__find(struct dwlines *dl, uint64_t vaddr, const struct dw_frame **fr
 	return 0;
 }
 
-bool dwlines__release_idle(struct dwlines *dl)
+bool dwlines__trim(struct dwlines *dl)
 {
-	/* a file whose DWARF could not be read stays as it is: asking again
+	/* a file whose DWARF could not be read stays as it is: trying again
 	 * would only say so again each window */
-	bool held = dl->dw != NULL;
-
-	if (dl->used || !held) {
-		dl->used = false;
+	if (!dl->dw)
 		return false;
-	}
-	/* the cached answers point into libdw's memory: they go first */
-	cache_free(dl);
 	units_clear(dl);
-	dl->cache = hashmap__new(hashmap__hash_int, hashmap__equal_int);
 	dl->units = hashmap__new(hashmap__hash_int, hashmap__equal_int);
-	if (dl->dw)
-		dwarf_end(dl->dw);
+	dwarf_end(dl->dw);
 	dl->dw = NULL;
 	dl->tried = false;
 	dl->indexed = false;

@@ -431,13 +431,13 @@ size_t filecache__sweep(struct filecache *fc, unsigned int idle)
 	fc->stats.held = 0;
 	for (r = fc->all; r; r = r->next) {
 		fc->stats.held++;
-		if (r->owned_lines && dwlines__release_idle(r->owned_lines))
+		if (r->owned_lines && dwlines__trim(r->owned_lines))
 			fc->stats.dwarf_released++;
 	}
 	for (size_t i = 0; hashmap__next(fc->by_id, &i, NULL, &val);) {
 		struct id_syms *e = val;
 
-		if (e->lines && dwlines__release_idle(e->lines))
+		if (e->lines && dwlines__trim(e->lines))
 			fc->stats.dwarf_released++;
 	}
 	return released;

@@ -122,26 +122,33 @@ static void test_debug_file(void)
 }
 
 /* No .debug_info: nothing to read, which is not an error. */
-/* Between windows: an unused reader frees its DWARF, and answers the
- * same when asked again. */
-static void test_release_idle(void)
+/* Between windows: the reader frees what libdw read and keeps its
+ * answers, which own their strings; a new address reads the DWARF again. */
+static void test_trim(void)
 {
 	const struct dw_frame *fr;
 	struct dwlines *dl = NULL;
-	struct a2l want;
+	struct a2l want, nested;
 	size_t nr = 0;
 
-	CHECK(read_a2l(&want), "read fx_inline.a2l");
+	CHECK(read_a2l(&want) && read_a2l_of(FX("fx_nested.a2l"), &nested), "read .a2l");
 	CHECK(dwlines__open(FX("fx_inline"), &dl) == 0, "open");
 	if (!dl)
 		return;
-	CHECK(!dwlines__release_idle(dl), "nothing read yet: nothing to free");
+	CHECK(!dwlines__trim(dl), "nothing read yet: nothing to free");
 	CHECK(dwlines__find(dl, want.addr, &fr, &nr) == 0 && nr == want.nr, "find: %zu", nr);
-	CHECK(!dwlines__release_idle(dl), "used since: kept");
-	CHECK(dwlines__release_idle(dl), "unused for a sweep: freed");
+	CHECK(dwlines__trim(dl), "read: freed");
+	CHECK(!dwlines__trim(dl), "twice: nothing more");
+	/* cached: the strings are the reader's own, still whole */
 	CHECK(dwlines__find(dl, want.addr, &fr, &nr) == 0 && nr == want.nr && nr &&
-		      fr[0].line == want.line[0] && !strcmp(fr[nr - 1].function, want.fn[nr - 1]),
-	      "read again: %zu frames", nr);
+		      fr[0].line == want.line[0] && !strcmp(fr[0].file, want.file[0]) &&
+		      !strcmp(fr[nr - 1].function, want.fn[nr - 1]),
+	      "cached after trim: %zu frames", nr);
+	CHECK(!dwlines__trim(dl), "a cached answer reads nothing");
+	/* a new address: read again */
+	CHECK(dwlines__find(dl, nested.addr, &fr, &nr) == 0 && nr == 1 &&
+		      !strcmp(fr[0].function, "fx_nested"), "new address after trim: %zu", nr);
+	CHECK(dwlines__trim(dl), "read again: freed again");
 	dwlines__free(dl);
 }
 
@@ -162,7 +169,7 @@ int main(void)
 	RUN(test_inline_chain);
 	RUN(test_nested_function);
 	RUN(test_debug_file);
-	RUN(test_release_idle);
+	RUN(test_trim);
 	RUN(test_no_debug_info);
 	UNIT_EXIT();
 }
