@@ -5,7 +5,9 @@
  * what it and what it called spent (it was anywhere in the stack, counted
  * once per sample however deep it recursed). A function is a frame name as
  * profile__frame_name gives it, the name every other writer shows, so a row
- * here is a frame of the flame graph summed.
+ * here is a frame of the flame graph summed. With --inline the functions
+ * inlined at a frame are rows too ("NAME (inline)"), the innermost one
+ * taking the flat count, as in go tool pprof -top.
  *
  * Lost samples are rows of their own ("[lost] REASON", flat = cum) and
  * samples without frames one "[no frames]" row: the flat column sums to the
