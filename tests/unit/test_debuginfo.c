@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "debuginfo.h"
+#include "dwarf_lines.h"
 #include "elf_syms.h"
 #include "unit.h"
 
@@ -203,6 +204,19 @@ static void test_debuginfod(void)
 	      "fetched by build-ID");
 	name = dbg ? symtab__find(dbg, addr + 1, NULL) : NULL;
 	CHECK(name && strcmp(name, "fx_local") == 0, "fx_local named: %s", name ? name : "NULL");
+	/* the fetched file's DWARF gives the lines (filecache opens it so) */
+	CHECK(dbg && symtab__has_debug_info(dbg) && symtab__path(dbg), "the fetched file has DWARF");
+	if (dbg && symtab__path(dbg)) {
+		const struct dw_frame *fr = NULL;
+		struct dwlines *dl = NULL;
+		size_t nr = 0;
+
+		CHECK(!dwlines__open(symtab__path(dbg), &dl), "open %s", symtab__path(dbg));
+		CHECK(dl && !dwlines__find(dl, addr + 1, &fr, &nr) && nr && fr[nr - 1].line &&
+			      fr[nr - 1].function && !strcmp(fr[nr - 1].function, "fx_local"),
+		      "fx_local's line from the fetched file: %zu frames", nr);
+		dwlines__free(dl);
+	}
 	symtab__free(dbg);
 	symtab__free(st);
 }
