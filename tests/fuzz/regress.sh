@@ -15,7 +15,7 @@ for bin in "$out"/fuzz_*; do
 		continue # no crash found in this parser yet
 	fi
 	# the inputs as arguments: each is run once, nothing is fuzzed
-	if log=$("$bin" -close_fd_mask=3 "${inputs[@]}" 2>&1); then
+	if log=$("$bin" -close_fd_mask=3 -timeout=10 -rss_limit_mb=1024 "${inputs[@]}" 2>&1); then
 		echo "PASS fuzz_regress_$t (${#inputs[@]} inputs)"
 	else
 		printf '%s\n' "$log" | grep -E 'ERROR|SUMMARY|Running:|#[0-9]+ ' | tail -20

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The command line parser: defaults, every option, every bad value. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,6 +181,17 @@ static void test_lists(void)
 	l = (struct int_list){};
 	CHECK(opts__parse_list("7,3,7", false, &l) == 0 && l.nr == 2 && l.v[0] == 7 && l.v[1] == 3,
 	      "a pid given twice is kept once, in first order");
+	free(l.v);
+	/* found by fuzzing: the range was expanded item by item, for minutes */
+	l = (struct int_list){};
+	CHECK(opts__parse_list("0-2147483647", true, &l) == -ERANGE, "a CPU range past %d",
+	      OPTS_MAX_CPU);
+	free(l.v);
+	l = (struct int_list){};
+	CHECK(opts__parse_list("8192", true, &l) == -ERANGE, "CPU 8192");
+	free(l.v);
+	l = (struct int_list){};
+	CHECK(opts__parse_list("8190-8191", true, &l) == 0 && l.nr == 2, "the last CPUs");
 	free(l.v);
 }
 
