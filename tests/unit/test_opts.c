@@ -75,13 +75,17 @@ static void test_stream_options(void)
 
 static void test_command(void)
 {
+	/* o.command points into argv: the arrays must outlive the checks (a
+	 * compound literal inside CHECK ends with it; ASan saw the read) */
+	char *dashes[] = { "bpfsampler", "-F", "99", "--", "sleep", "-x", "1", NULL };
+	char *bare[] = { "bpfsampler", "-d", "2", "true", NULL };
 	struct opts o;
 
-	CHECK(PARSE(&o, "-F", "99", "--", "sleep", "-x", "1") == OPTS_RUN, "command after --");
+	CHECK(opts__parse(&o, 7, dashes) == OPTS_RUN, "command after --");
 	CHECK(o.command && strcmp(o.command[0], "sleep") == 0 && strcmp(o.command[1], "-x") == 0,
 	      "the command keeps its own options");
 	opts__free(&o);
-	CHECK(PARSE(&o, "-d", "2", "true") == OPTS_RUN, "command without --");
+	CHECK(opts__parse(&o, 4, bare) == OPTS_RUN, "command without --");
 	CHECK(o.command && strcmp(o.command[0], "true") == 0, "first non-option starts it");
 	opts__free(&o);
 }
