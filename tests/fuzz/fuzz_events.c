@@ -28,6 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(&freq, data + len + 1, 4);
 		memcpy(&period, data + len + 5, 8);
 	}
+	if (!freq)
+		freq = 1; /* -F is at least 1 (opts.c checks) */
 	err[0] = '\0';
 	if (events__parse(spec, freq, (unsigned long)period, &list, err, sizeof(err))) {
 		if (!err[0] || !memchr(err, '\0', sizeof(err)))
