@@ -150,17 +150,32 @@ profile:
 	$(Q)./bpfsampler -F 4000 -d $(PROFILE_SECONDS) -o $(PROFILE_OUT)
 	@echo "profile written to $(abspath $(PROFILE_OUT)) (flamegraph.pl $(PROFILE_OUT) > cpu.svg)"
 
+# make check: the whole suite on the plain build (the fuzz targets a few
+# seconds each among it), then the sanitized build's unit tests and smoke
+# run (tests/integration/sanitized.sh): the whole suite under ASan does not
+# fit CI's time (docs/design.md, "Testing"). make check SANITIZE=...: the
+# whole suite on the sanitized build.
+SAN_CI := address,undefined
+ifeq ($(SANITIZE),)
+check:
+	$(Q)tools/install-deps.sh
+	$(Q)$(MAKE) --no-print-directory all unit workloads fuzz-build
+	$(Q)tests/run
+	$(Q)$(MAKE) --no-print-directory SANITIZE=$(SAN_CI) all unit workloads
+	$(Q)OUTPUT=.output-san SANITIZE=$(SAN_CI) tests/run unit sanitized
+else
 check:
 	$(Q)tools/install-deps.sh
 	$(Q)$(MAKE) --no-print-directory all unit workloads
-	$(Q)tests/run
+	$(Q)OUTPUT=$(OUTPUT) SANITIZE=$(SANITIZE) tests/run
+endif
 
 deps:
 	$(Q)tools/install-deps.sh
 
 clean:
 	$(call msg,CLEAN,$(OUTPUT))
-	$(Q)rm -rf $(OUTPUT) bpfsampler
+	$(Q)rm -rf $(OUTPUT) .output-san bpfsampler
 
 .PHONY: all check clean deps profile unit workloads
 

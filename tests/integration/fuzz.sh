@@ -7,6 +7,10 @@
 # takes a whole CPU. Longer runs: make fuzz FUZZ_SECONDS=N.
 source "$(dirname "$0")/lib.sh"
 
+if [ -n "${SANITIZE:-}" ]; then
+	skip fuzz "the fuzz targets are built with their own sanitizers: plain make check runs them"
+	exit 0
+fi
 F=$OUTPUT/fuzz
 secs=${FUZZ_SUITE_SECONDS:-8}
 if ! compgen -G "$F/fuzz_*" >/dev/null; then
