@@ -7,8 +7,19 @@
 #   make check      install what is missing, build, run every test (as root)
 #   make unit       build the unit tests (no root needed to run them)
 #   make workloads  build the test/benchmark workloads
+#   make fuzz       build the libFuzzer targets, run each $(FUZZ_SECONDS) s
 #   make clean
+#   make check SANITIZE=address,undefined
+#                   everything built with those sanitizers into .output-san/
+#                   and the suite run with it (docs/design.md, "Testing")
 
+# SANITIZE=address,undefined (any -fsanitize= list): a separate build, so a
+# sanitized and a plain build never mix objects. UBSan stops at its first
+# report, as ASan does: a report is a failure, never a line in a log.
+ifneq ($(SANITIZE),)
+OUTPUT ?= .output-san
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
 OUTPUT ?= .output
 abs_output := $(abspath $(OUTPUT))
 CC ?= gcc
@@ -34,7 +45,8 @@ MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null || echo -lmic
 
 CFLAGS ?= -O2 -g
 CFLAGS += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-	-std=gnu11 -fno-omit-frame-pointer
+	-std=gnu11 -fno-omit-frame-pointer $(SAN_FLAGS)
+LDFLAGS += $(SAN_FLAGS)
 # -iquote: our features.h must not shadow glibc's <features.h>.
 CPPFLAGS += -iquote include -iquote $(OUTPUT) $(LIBBPF_CFLAGS) $(MHD_CFLAGS) -D_GNU_SOURCE \
 	-DBPFSAMPLER_VERSION='"$(VERSION) ($(GIT_REV))"'
@@ -74,7 +86,12 @@ LIB_OBJS := $(patsubst src/%.c,$(OUTPUT)/src/%.o,$(LIB_SRCS))
 LIB_A := $(OUTPUT)/libbpfsampler.a
 MAIN_OBJ := $(OUTPUT)/src/cli/main.o
 
+# A sanitized build (SANITIZE=) leaves ./bpfsampler, the plain one, alone.
+ifneq ($(SANITIZE),)
+all: $(OUTPUT)/bpfsampler
+else
 all: bpfsampler
+endif
 
 $(OUTPUT) $(OUTPUT)/bpf:
 	$(Q)mkdir -p $@
@@ -123,6 +140,7 @@ bpfsampler: $(OUTPUT)/bpfsampler
 # Test and benchmark builds live beside their sources.
 -include tests/unit/unit.mk
 -include tests/workloads/workloads.mk
+-include tests/fuzz/fuzz.mk
 
 # The README's two commands: each installs what is missing, then builds.
 PROFILE_SECONDS ?= 30
@@ -134,17 +152,32 @@ profile:
 	$(Q)./bpfsampler -F 4000 -d $(PROFILE_SECONDS) -o $(PROFILE_OUT)
 	@echo "profile written to $(abspath $(PROFILE_OUT)) (flamegraph.pl $(PROFILE_OUT) > cpu.svg)"
 
+# make check: the whole suite on the plain build (the fuzz targets a few
+# seconds each among it), then the sanitized build's unit tests and smoke
+# run (tests/integration/sanitized.sh): the whole suite under ASan does not
+# fit CI's time (docs/design.md, "Testing"). make check SANITIZE=...: the
+# whole suite on the sanitized build.
+SAN_CI := address,undefined
+ifeq ($(SANITIZE),)
+check:
+	$(Q)tools/install-deps.sh
+	$(Q)$(MAKE) --no-print-directory all unit workloads fuzz-build
+	$(Q)tests/run
+	$(Q)$(MAKE) --no-print-directory SANITIZE=$(SAN_CI) all unit workloads
+	$(Q)OUTPUT=.output-san SANITIZE=$(SAN_CI) tests/run unit sanitized
+else
 check:
 	$(Q)tools/install-deps.sh
 	$(Q)$(MAKE) --no-print-directory all unit workloads
-	$(Q)tests/run
+	$(Q)OUTPUT=$(OUTPUT) SANITIZE=$(SANITIZE) tests/run
+endif
 
 deps:
 	$(Q)tools/install-deps.sh
 
 clean:
 	$(call msg,CLEAN,$(OUTPUT))
-	$(Q)rm -rf $(OUTPUT) bpfsampler
+	$(Q)rm -rf $(OUTPUT) .output-san bpfsampler
 
 .PHONY: all check clean deps profile unit workloads
 

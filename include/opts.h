@@ -23,6 +23,9 @@ struct writer;
 #define OPTS_DEFAULT_RING_SIZE (1U << 20)
 #define OPTS_DEFAULT_TOP 20
 #define OPTS_MAX_FORMATS 8
+/* The highest CPU number -C takes: Linux's NR_CPUS is at most 8192. */
+#define OPTS_MAX_CPU 8191
+#define OPTS_MAX_CPU_STR "8191"
 
 enum opts_mode {
 	OPTS_MODE_DEFAULT = 0, /* chosen from measurements: see opts.c */
@@ -128,7 +131,9 @@ struct sampler_opts;
 void opts__sampler_opts(const struct opts *o, struct sampler_opts *so);
 void opts__usage(FILE *f);
 
-/* "1,3,5-7" -> list; exported for tests. Returns 0 or -EINVAL. */
+/* "1,3,5-7" -> list; exported for tests. With ranges (CPU lists) every
+ * number is at most OPTS_MAX_CPU. Returns 0, -EINVAL, or -ERANGE (a CPU
+ * number above OPTS_MAX_CPU). */
 int opts__parse_list(const char *s, bool ranges, struct int_list *out);
 
 #endif

@@ -36,6 +36,10 @@ pkgs="$pkgs chromium"
 # tests: g++ and rustc (Debian's 1.63, legacy mangling by default) build the
 # C++ and Rust workloads whose names tests/integration/demangle.sh checks
 pkgs="$pkgs g++ rustc"
+# libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (make fuzz, the
+# fuzz targets make check runs); clang only recommends it. gcc's own ASan
+# and UBSan (make check SANITIZE=...) come with gcc.
+pkgs="$pkgs libclang-rt-dev"
 if [ "${1:-}" = "--bench" ]; then
 	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine"
 fi

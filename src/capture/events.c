@@ -151,11 +151,15 @@ static int parse_terms(char *terms, unsigned long *period, unsigned long *freq)
 	char *save = NULL;
 
 	for (char *t = strtok_r(terms, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		unsigned long *dst = !strncmp(t, "period=", 7) ? period
-				     : !strncmp(t, "freq=", 5) ? freq
-								: NULL;
-		char *val = strchr(t, '=') + 1, *end;
+		unsigned long *dst = NULL;
+		char *val = NULL, *end;
 
+		/* no pointer past a strchr() that found nothing: NULL + 1 is
+		 * undefined (the fuzz target's UBSan said so) */
+		if (!strncmp(t, "period=", 7))
+			dst = period, val = t + 7;
+		else if (!strncmp(t, "freq=", 5))
+			dst = freq, val = t + 5;
 		if (!dst || !isdigit((unsigned char)*val))
 			return -EINVAL;
 		*dst = strtoul(val, &end, 10);

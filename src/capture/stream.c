@@ -583,7 +583,8 @@ static int cmp_sample(const void *a, const void *b)
 
 const struct bpfs_rec_sample *stream__samples(struct stream *st, size_t *nr)
 {
-	qsort(st->samples, st->nr_samples, sizeof(*st->samples), cmp_sample);
+	if (st->nr_samples) /* none: no array, and qsort(NULL, 0) is undefined */
+		qsort(st->samples, st->nr_samples, sizeof(*st->samples), cmp_sample);
 	*nr = st->nr_samples;
 	return st->samples;
 }

@@ -345,6 +345,11 @@ int opts__parse_list(const char *s, bool ranges, struct int_list *out)
 			err = -EINVAL;
 			goto out;
 		}
+		/* CPU numbers: "0-2147483647" would be two billion items */
+		if (ranges && hi > OPTS_MAX_CPU) {
+			err = -ERANGE;
+			goto out;
+		}
 		for (unsigned long v = lo; v <= hi; v++) {
 			if (list_has(out, (int)v))
 				continue;
@@ -460,7 +465,8 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 		break;
 	case 'C':
 		if (opts__parse_list(arg, true, &o->cpus))
-			return bad("CPU list", arg, "give CPU numbers or ranges, e.g. 0,2-3");
+			return bad("CPU list", arg,
+				   "give CPU numbers (0-" OPTS_MAX_CPU_STR ") or ranges, e.g. 0,2-3");
 		break;
 	case 'U':
 		o->user_only = true;

@@ -132,7 +132,9 @@ int perfmap__load(const char *path, uid_t owner, struct perfmap **out)
 	err = parse(f, st.st_size, pm);
 	if (err)
 		goto out;
-	qsort(pm->v, pm->nr, sizeof(*pm->v), cmp_start);
+	/* an empty map has no array: qsort(NULL, 0) is undefined */
+	if (pm->nr)
+		qsort(pm->v, pm->nr, sizeof(*pm->v), cmp_start);
 	*out = pm;
 	pm = NULL;
 out:

@@ -44,7 +44,10 @@ fi
 read -r first last rss_max < <(awk -v n="$n" 'NR > 2 && NR < n { h[++k] = $3; if ($2 > x) x = $2 }
 	END { t = int(k / 3); for (i = 1; i <= t; i++) { a += h[i]; b += h[k - t + i] }
 	      printf "%.1f %.1f %.1f\n", t ? a / t : 0, t ? b / t : 0, x }' "$TMP/w")
-if awk -v a="$first" -v b="$last" -v x="$rss_max" 'BEGIN { exit !(a > 0 && b <= a * 1.10 && x < 64) }'; then
+if [ -n "${SANITIZE:-}" ]; then
+	# ASan's allocator: mallinfo2 says 0 and freed memory sits in quarantine
+	skip "memory flat under churn" "not measurable under -fsanitize=$SANITIZE (the plain suite checks it; LeakSanitizer checked the exit)"
+elif awk -v a="$first" -v b="$last" -v x="$rss_max" 'BEGIN { exit !(a > 0 && b <= a * 1.10 && x < 64) }'; then
 	pass "memory flat under churn: heap ${first} MB then ${last} MB, RSS at most $rss_max MB"
 else
 	fail "memory flat under churn" "heap $first then $last MB, RSS max $rss_max; $(tr '\n' ' ' <"$TMP/w")"

@@ -6,7 +6,9 @@
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUTPUT=${OUTPUT:-.output}
 case $OUTPUT in /*) ;; *) OUTPUT=$ROOT/$OUTPUT ;; esac
-BPFS=$ROOT/bpfsampler
+# the binary of the build under test: $OUTPUT/bpfsampler is ./bpfsampler for
+# the plain build, and the sanitized one for make check SANITIZE=...
+BPFS=$OUTPUT/bpfsampler
 W=$OUTPUT/workloads
 TMP=$(mktemp -d /tmp/bpfsampler-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT

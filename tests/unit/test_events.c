@@ -142,6 +142,9 @@ static void test_bad(void)
 	expect_bad("cycles,,instructions", "empty event");
 	expect_bad("cycles/period=0/", "terms are");
 	expect_bad("cycles/period=1", "not closed");
+	/* a term without '=' (found by fuzzing: UB before it was refused) */
+	expect_bad("cpu-clock/pe0c/", "terms are");
+	expect_bad("cpu-clock/freq/", "terms are");
 	expect_bad("L1-dcache-load-hits", "unknown event");
 	expect_bad("a,b,c,d,e,f,g,h,i", "unknown event");
 	expect_bad("cpu-clock,cpu-clock,cpu-clock,cpu-clock,cpu-clock,cpu-clock,cpu-clock,"

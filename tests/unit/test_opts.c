@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The command line parser: defaults, every option, every bad value. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,13 +75,17 @@ static void test_stream_options(void)
 
 static void test_command(void)
 {
+	/* o.command points into argv: the arrays must outlive the checks (a
+	 * compound literal inside CHECK ends with it; ASan saw the read) */
+	char *dashes[] = { "bpfsampler", "-F", "99", "--", "sleep", "-x", "1", NULL };
+	char *bare[] = { "bpfsampler", "-d", "2", "true", NULL };
 	struct opts o;
 
-	CHECK(PARSE(&o, "-F", "99", "--", "sleep", "-x", "1") == OPTS_RUN, "command after --");
+	CHECK(opts__parse(&o, 7, dashes) == OPTS_RUN, "command after --");
 	CHECK(o.command && strcmp(o.command[0], "sleep") == 0 && strcmp(o.command[1], "-x") == 0,
 	      "the command keeps its own options");
 	opts__free(&o);
-	CHECK(PARSE(&o, "-d", "2", "true") == OPTS_RUN, "command without --");
+	CHECK(opts__parse(&o, 4, bare) == OPTS_RUN, "command without --");
 	CHECK(o.command && strcmp(o.command[0], "true") == 0, "first non-option starts it");
 	opts__free(&o);
 }
@@ -180,6 +185,17 @@ static void test_lists(void)
 	l = (struct int_list){};
 	CHECK(opts__parse_list("7,3,7", false, &l) == 0 && l.nr == 2 && l.v[0] == 7 && l.v[1] == 3,
 	      "a pid given twice is kept once, in first order");
+	free(l.v);
+	/* found by fuzzing: the range was expanded item by item, for minutes */
+	l = (struct int_list){};
+	CHECK(opts__parse_list("0-2147483647", true, &l) == -ERANGE, "a CPU range past %d",
+	      OPTS_MAX_CPU);
+	free(l.v);
+	l = (struct int_list){};
+	CHECK(opts__parse_list("8192", true, &l) == -ERANGE, "CPU 8192");
+	free(l.v);
+	l = (struct int_list){};
+	CHECK(opts__parse_list("8190-8191", true, &l) == 0 && l.nr == 2, "the last CPUs");
 	free(l.v);
 }
 
