@@ -76,6 +76,17 @@ void spool__free(struct spool *sp);
  * and its metadata is on disk before it. Returns 0 or -errno. */
 int spool__write(struct spool *sp, const struct spool_window *w, const void *data, size_t len);
 
+/*
+ * A batch: the windows written from begin to commit are staged (written
+ * and fsync'ed under temporary names) and renamed into place together by
+ * commit, with two directory fsyncs for the whole batch; none is listed,
+ * read or pushed before commit has made it durable. Commit returns 0 or the
+ * first error (each logged), with *written the windows now in the spool.
+ * A batch not committed when the spool is freed is removed.
+ */
+void spool__begin(struct spool *sp);
+int spool__commit(struct spool *sp, size_t *written);
+
 /* Removes windows whose end is older than retain_age_s before now, then the
  * oldest while the spool exceeds retain_bytes (delivered and rejected ones
  * before pending ones: those are already safe on the server or will never

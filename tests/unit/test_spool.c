@@ -316,9 +316,60 @@ static void test_series_order(void)
 	spool__free(sp);
 }
 
+/* A batch: nothing visible under a final name nor listed before commit;
+ * two series whose names sanitize alike in one batch get distinct files;
+ * a batch never committed leaves nothing behind. */
+static void test_batch(void)
+{
+	struct spool_window a = win(S1, "x/y", 2000), b = win(S2, "x_y", 2000);
+	struct vec v = VEC_INIT(struct spool_entry);
+	struct spool_stats st;
+	size_t written = 99;
+	struct spool *sp;
+
+	fresh_dir();
+	sp = open_spool(0, 0);
+	if (!sp)
+		return;
+	spool__begin(sp);
+	CHECK(spool__write(sp, &a, "AAA", 3) == 0, "stage a");
+	CHECK(spool__write(sp, &b, "BB", 2) == 0, "stage b");
+	CHECK(count_prefix(".", "h1.") == 0, "no final name before commit: %d",
+	      count_prefix(".", "h1."));
+	CHECK(count_prefix(".", ".tmp.") == 4, "staged as 4 temporaries: %d",
+	      count_prefix(".", ".tmp."));
+	CHECK(spool__list(sp, SPOOL_PENDING, &v) == 0 && v.nr == 0, "none listed: %zu", v.nr);
+	CHECK(spool__commit(sp, &written) == 0 && written == 2, "commit: %zu written", written);
+	CHECK(count_prefix(".", ".tmp.") == 0, "no temporaries after commit");
+	CHECK(count_prefix(".", "h1.cpu.x_y.") == 4, "both windows with sidecars: %d",
+	      count_prefix(".", "h1.cpu.x_y."));
+	vec__clear(&v);
+	CHECK(spool__list(sp, SPOOL_PENDING, &v) == 0 && v.nr == 2, "2 listed: %zu", v.nr);
+	spool__stats(sp, &st);
+	CHECK(st.written == 2 && st.backlog_files == 2, "written %lu", (unsigned long)st.written);
+	/* the next batch, never committed */
+	a.from_s = b.from_s = 3000;
+	spool__begin(sp);
+	CHECK(spool__write(sp, &a, "A", 1) == 0, "stage again");
+	spool__free(sp);
+	CHECK(count_prefix(".", ".tmp.") == 0, "an uncommitted batch is removed");
+	sp = open_spool(0, 0);
+	if (!sp)
+		return;
+	vec__clear(&v);
+	CHECK(spool__list(sp, SPOOL_PENDING, &v) == 0 && v.nr == 2, "reopened: 2 windows: %zu",
+	      v.nr);
+	/* an empty batch commits nothing */
+	spool__begin(sp);
+	CHECK(spool__commit(sp, &written) == 0 && written == 0, "empty batch");
+	vec__free(&v);
+	spool__free(sp);
+}
+
 int main(void)
 {
 	RUN(test_atomic_write);
+	RUN(test_batch);
 	RUN(test_crash_leftovers);
 	RUN(test_time_order);
 	RUN(test_retention);
