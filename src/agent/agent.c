@@ -33,6 +33,7 @@
 #include "spool.h"
 #include "stream.h"
 #include "symbolize.h"
+#include "vec.h"
 
 /* Samples are in the rings within microseconds of being taken: a window
  * is read this long after its end, so none of its samples is still on the
@@ -142,50 +143,77 @@ static int write_window(struct agent *a, const struct event *e, const char *serv
 	return err;
 }
 
+/* The window's profile of one event, cut per service (one series each):
+ * the samples of each service, as indexes into the full profile. Each
+ * service's profile is built, written and freed in turn, so at most one
+ * is in memory beside the full one (building them all first set the
+ * agent's peak RSS). */
 struct split {
-	struct hashmap *by_service; /* service name -> struct profile * */
+	struct hashmap *by_service; /* service name -> struct vec of size_t */
 	const struct profile *full;
 };
 
 static void split__free(struct split *sp)
 {
-	const void *key;
 	void *val;
 
-	for (size_t i = 0; sp->by_service && hashmap__next(sp->by_service, &i, &key, &val);)
-		profile__free(val);
+	for (size_t i = 0; sp->by_service && hashmap__next(sp->by_service, &i, NULL, &val);) {
+		vec__free(val);
+		free(val);
+	}
 	hashmap__free(sp->by_service);
 }
 
-/* The window's profile of one event, cut per service: one series each. */
 static int split_by_service(struct agent *a, struct split *sp)
 {
 	const struct profile *full = sp->full;
-	int err = 0;
 
 	sp->by_service = hashmap__new(hashmap__hash_str, hashmap__equal_str);
 	if (!sp->by_service)
 		return -ENOMEM;
-	for (size_t i = 0; i < profile__nr_samples(full) && !err; i++) {
+	for (size_t i = 0; i < profile__nr_samples(full); i++) {
 		const struct pf_sample *s = profile__sample(full, i);
 		const char *svc = s->lost_reason ? a->own_service
 				  : service_map__get(a->services, s->pid, profile__str(full, s->comm));
-		struct profile *p = hashmap__find(sp->by_service, svc);
+		struct vec *v = hashmap__find(sp->by_service, svc);
+		size_t *slot;
 
-		if (!p) {
-			err = profile__new(&(struct profile_opts){ .demangle = !a->o->no_demangle }, &p);
-			if (!err)
-				err = profile__copy_meta(p, full);
-			if (!err && hashmap__set(sp->by_service, svc, p, NULL))
-				err = -ENOMEM;
-			if (err) {
-				profile__free(p);
-				break;
+		if (!v) {
+			v = malloc(sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			*v = VEC_INIT(size_t);
+			if (hashmap__set(sp->by_service, svc, v, NULL)) {
+				free(v);
+				return -ENOMEM;
 			}
 		}
-		err = profile__copy_sample(p, full, s);
+		slot = vec__push(v);
+		if (!slot)
+			return -ENOMEM;
+		*slot = i;
 	}
-	return err;
+	return 0;
+}
+
+/* One service's samples of the full profile, as a profile of their own. */
+static int service_profile(const struct agent *a, const struct profile *full,
+			   const struct vec *idx, struct profile **out)
+{
+	struct profile *p = NULL;
+	int err = profile__new(&(struct profile_opts){ .demangle = !a->o->no_demangle }, &p);
+
+	if (!err)
+		err = profile__copy_meta(p, full);
+	for (size_t i = 0; !err && i < idx->nr; i++)
+		err = profile__copy_sample(p, full,
+					   profile__sample(full, *(size_t *)vec__at(idx, i)));
+	if (err) {
+		profile__free(p);
+		return err;
+	}
+	*out = p;
+	return 0;
 }
 
 /* While a window is read, the rings are still drained (into the next
@@ -261,8 +289,13 @@ static int write_events(struct agent *a, const struct sampler_stats *st)
 			err = split_by_service(a, &sp);
 		}
 		for (size_t i = 0; !err && hashmap__next(sp.by_service, &i, &key, &val);) {
+			struct profile *p = NULL;
+
 			keep_draining(a);
-			err = write_window(a, e, key, val);
+			err = service_profile(a, full, val, &p);
+			if (!err)
+				err = write_window(a, e, key, p);
+			profile__free(p);
 		}
 		count_event(a, e->name, stat);
 		split__free(&sp);
