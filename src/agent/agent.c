@@ -380,13 +380,13 @@ static int close_window(struct agent *a, uint64_t until_unix)
 	a->metrics.processes_tracked = ys.procs_live;
 	metrics__sample_self(&a->metrics);
 	p_info("window %s +%.1f s: %" PRIu64 " samples, %" PRIu64 " lost, %zu profiles written; "
-	       "%" PRIu64 " processes, %" PRIu64 " files held, %zu stack segments; RSS %.1f MB "
-	       "(heap %.1f MB), CPU %.2f s",
+	       "%" PRIu64 " processes, %" PRIu64 " files held (symbols %.1f MB), %zu stack "
+	       "segments; RSS %.1f MB (heap %.1f MB), CPU %.2f s",
 	       hhmmss(a->from_unix_ns, stamp, sizeof(stamp)),
 	       (a->until_unix_ns - a->from_unix_ns) / 1e9,
 	       st.stat[BPFS_STAT_TAKEN] - a->last.stat[BPFS_STAT_TAKEN], lost_since(&st, &a->last),
-	       files, ys.procs_live,
-	       ys.files_held, stream__nr_segments(a->stream), a->metrics.rss_bytes / 1e6,
+	       files, ys.procs_live, ys.files_held, ys.symtab_bytes / 1e6,
+	       stream__nr_segments(a->stream), a->metrics.rss_bytes / 1e6,
 	       mallinfo2().uordblks / 1e6, a->metrics.cpu_seconds);
 	a->last = st;
 	a->from_unix_ns = a->until_unix_ns;
