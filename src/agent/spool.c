@@ -247,8 +247,8 @@ static int gz_with_comment(const void *data, size_t len, const char *text, uint8
 	return 0;
 }
 
-/* The comment of the gzip header in head[len] (NUL-terminated in place),
- * or NULL. */
+/* The comment of the gzip header in head[len] (its NUL within head), or
+ * NULL: no comment, or one longer than head. */
 static char *gz_comment(uint8_t *head, size_t len)
 {
 	size_t at = gz_comment_at(head, len);
