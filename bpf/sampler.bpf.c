@@ -972,8 +972,15 @@ static __always_inline void send_mapping(__u32 pid, const struct found_vma *f, _
 	rec->gen = gen;
 	rec->flags = flags;
 	rec->pad = 0;
-	/* wake the loader now: it opens the file while it is mapped */
-	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
+	/* A file mapping wakes the loader now: it opens the file while it is
+	 * mapped. An exec carries no file (its image is read from /proc after
+	 * the process is announced, which wakes the loader itself), so it
+	 * waits for the next drain: a third of the agent's wake-ups under
+	 * churn (docs/design.md, "Symbols"). */
+	if (flags & BPFS_MAP_F_EXEC)
+		rec_submit(ring, rec);
+	else
+		bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
 }
 
 /* Mappings are per process: -t selects threads, so follow every process. */

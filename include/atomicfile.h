@@ -38,4 +38,18 @@ int atomicfile__commit(struct atomicfile *af);
 /* Removes the temporary (a failed write); safe to call again. */
 void atomicfile__abort(struct atomicfile *af);
 
+/*
+ * The same in two steps, for many files made durable together (the agent's
+ * spool, one window at a time): stage fsyncs and closes the temporary,
+ * which keeps its temporary name; publish renames it over the final name
+ * and does NOT fsync the directory: the caller does, once for the batch,
+ * and a rename is durable only after that. A staged file that is not to
+ * be published is removed with discard. af must have a dirfd of the
+ * caller's (not AT_FDCWD), which must stay open until publish or discard.
+ * Each returns 0 or -errno; on an error the temporary is removed.
+ */
+int atomicfile__stage(struct atomicfile *af);
+int atomicfile__publish(struct atomicfile *af);
+void atomicfile__discard(struct atomicfile *af);
+
 #endif

@@ -42,6 +42,7 @@ struct filecache_stats {
 	uint64_t symtab_bytes; /* memory of all symbol tables held */
 	uint64_t released;     /* files released (no mapping held them) */
 	uint64_t held;	       /* files held now (after the last sweep) */
+	uint64_t fast;	       /* opens answered by filecache__known */
 };
 
 /* dbg (may be NULL) is kept by reference. */
@@ -55,6 +56,12 @@ void filecache__free(struct filecache *fc);
  */
 const struct mapped_file *filecache__open(struct filecache *fc, int pid,
 					  const struct procmap *m);
+/*
+ * The file behind m when it is one already read and unchanged (same device,
+ * inode and mtime, checked with fstat on a descriptor the cache holds),
+ * held like filecache__open's; NULL otherwise: then filecache__open.
+ */
+const struct mapped_file *filecache__known(struct filecache *fc, const struct procmap *m);
 /* The mapping that opened f is forgotten (f may be NULL). */
 void filecache__put(struct filecache *fc, const struct mapped_file *f);
 /* Releases the files no mapping has held for `idle` sweeps, and the

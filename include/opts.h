@@ -44,6 +44,10 @@ struct str_list {
 #define AGENT_DEFAULT_RETAIN_AGE (7 * 86400.0)
 #define AGENT_DEFAULT_RETAIN_SIZE (1ULL << 30)
 #define AGENT_DEFAULT_FREQ 99
+/* The agent's rings up to AGENT_SMALL_RING_MAX_FREQ: they are mapped into
+ * the process, so their pages count in its RSS (docs/agent.md, sizing). */
+#define AGENT_DEFAULT_RING_SIZE (1U << 18)
+#define AGENT_SMALL_RING_MAX_FREQ 1000
 #define AGENT_DEFAULT_MAX_SERIES 64
 
 struct agent_opts {
@@ -89,6 +93,7 @@ struct opts {
 	unsigned int stack_entries; /* --stack-entries */
 	unsigned int stack_id_bits; /* --debug-stack-id-bits (tests only) */
 	unsigned int ring_size;	 /* --ring-size, bytes per CPU */
+	bool ring_size_set;	 /* given: the agent keeps it */
 	unsigned int reader_delay_ms; /* --debug-reader-delay (tests only) */
 	enum opts_mode mode;	 /* --mode */
 	const struct writer *format; /* --format (writer.h): the first one */

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The spool: a directory of finished profile windows (gzip pprof files). It
- * is the agent's product when nothing is pushed and the backlog when
- * something is. Layout (docs/agent.md):
+ * The spool: a directory of finished profile windows (gzip pprof files, the
+ * window's metadata in the gzip header's comment). It is the agent's
+ * product when nothing is pushed and the backlog when something is. Layout
+ * (docs/agent.md):
  *
- *   DIR/NAME.pb.gz, DIR/NAME.meta            pending (or the product)
- *   DIR/sent/NAME.pb.gz, sent/NAME.meta      delivered
- *   DIR/rejected/NAME.pb.gz, ...meta         refused by the server
+ *   DIR/NAME.pb.gz                           pending (or the product)
+ *   DIR/sent/NAME.pb.gz                      delivered
+ *   DIR/rejected/NAME.pb.gz                  refused by the server
  *   DIR/.tmp.*                               being written; a crash leaves them
+ *
+ * (Spools of earlier versions have a NAME.meta sidecar beside each file:
+ * still read, moved and removed with it.)
  *
  * A window's state is the directory its data file is in; moving it is one
  * rename, so a state survives a restart as it was last set.
@@ -72,9 +76,22 @@ struct spool_stats {
 int spool__open(const struct spool_opts *o, struct spool **out);
 void spool__free(struct spool *sp);
 
-/* Stores one window atomically: a final name never shows a partial file,
- * and its metadata is on disk before it. Returns 0 or -errno. */
+/* Stores one window atomically, data being a gzip member without a comment
+ * (what pprof__encode gives): the metadata goes into its header's comment,
+ * and a final name never shows a partial file. Returns 0, -EINVAL (not such
+ * a gzip member, or a line break in the metadata) or -errno. */
 int spool__write(struct spool *sp, const struct spool_window *w, const void *data, size_t len);
+
+/*
+ * A batch: the windows written from begin to commit are staged (written
+ * and fsync'ed under temporary names) and renamed into place together by
+ * commit, with one directory fsync for the whole batch; none is listed,
+ * read or pushed before commit has made it durable. Commit returns 0 or the
+ * first error (each logged), with *written the windows now in the spool.
+ * A batch not committed when the spool is freed is removed.
+ */
+void spool__begin(struct spool *sp);
+int spool__commit(struct spool *sp, size_t *written);
 
 /* Removes windows whose end is older than retain_age_s before now, then the
  * oldest while the spool exceeds retain_bytes (delivered and rejected ones

@@ -33,6 +33,7 @@
 #include "spool.h"
 #include "stream.h"
 #include "symbolize.h"
+#include "vec.h"
 
 /* Samples are in the rings within microseconds of being taken: a window
  * is read this long after its end, so none of its samples is still on the
@@ -142,50 +143,77 @@ static int write_window(struct agent *a, const struct event *e, const char *serv
 	return err;
 }
 
+/* The window's profile of one event, cut per service (one series each):
+ * the samples of each service, as indexes into the full profile. Each
+ * service's profile is built, written and freed in turn, so at most one
+ * is in memory beside the full one (building them all first set the
+ * agent's peak RSS). */
 struct split {
-	struct hashmap *by_service; /* service name -> struct profile * */
+	struct hashmap *by_service; /* service name -> struct vec of size_t */
 	const struct profile *full;
 };
 
 static void split__free(struct split *sp)
 {
-	const void *key;
 	void *val;
 
-	for (size_t i = 0; sp->by_service && hashmap__next(sp->by_service, &i, &key, &val);)
-		profile__free(val);
+	for (size_t i = 0; sp->by_service && hashmap__next(sp->by_service, &i, NULL, &val);) {
+		vec__free(val);
+		free(val);
+	}
 	hashmap__free(sp->by_service);
 }
 
-/* The window's profile of one event, cut per service: one series each. */
 static int split_by_service(struct agent *a, struct split *sp)
 {
 	const struct profile *full = sp->full;
-	int err = 0;
 
 	sp->by_service = hashmap__new(hashmap__hash_str, hashmap__equal_str);
 	if (!sp->by_service)
 		return -ENOMEM;
-	for (size_t i = 0; i < profile__nr_samples(full) && !err; i++) {
+	for (size_t i = 0; i < profile__nr_samples(full); i++) {
 		const struct pf_sample *s = profile__sample(full, i);
 		const char *svc = s->lost_reason ? a->own_service
 				  : service_map__get(a->services, s->pid, profile__str(full, s->comm));
-		struct profile *p = hashmap__find(sp->by_service, svc);
+		struct vec *v = hashmap__find(sp->by_service, svc);
+		size_t *slot;
 
-		if (!p) {
-			err = profile__new(&(struct profile_opts){ .demangle = !a->o->no_demangle }, &p);
-			if (!err)
-				err = profile__copy_meta(p, full);
-			if (!err && hashmap__set(sp->by_service, svc, p, NULL))
-				err = -ENOMEM;
-			if (err) {
-				profile__free(p);
-				break;
+		if (!v) {
+			v = malloc(sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			*v = VEC_INIT(size_t);
+			if (hashmap__set(sp->by_service, svc, v, NULL)) {
+				free(v);
+				return -ENOMEM;
 			}
 		}
-		err = profile__copy_sample(p, full, s);
+		slot = vec__push(v);
+		if (!slot)
+			return -ENOMEM;
+		*slot = i;
 	}
-	return err;
+	return 0;
+}
+
+/* One service's samples of the full profile, as a profile of their own. */
+static int service_profile(const struct agent *a, const struct profile *full,
+			   const struct vec *idx, struct profile **out)
+{
+	struct profile *p = NULL;
+	int err = profile__new(&(struct profile_opts){ .demangle = !a->o->no_demangle }, &p);
+
+	if (!err)
+		err = profile__copy_meta(p, full);
+	for (size_t i = 0; !err && i < idx->nr; i++)
+		err = profile__copy_sample(p, full,
+					   profile__sample(full, *(size_t *)vec__at(idx, i)));
+	if (err) {
+		profile__free(p);
+		return err;
+	}
+	*out = p;
+	return 0;
 }
 
 /* While a window is read, the rings are still drained (into the next
@@ -226,7 +254,7 @@ static void delta_stats(const struct sampler_stats *now, const struct sampler_st
 }
 
 /* Every event's profile of the window, per service, into the spool. */
-static int write_events(struct agent *a, const struct sampler_stats *st, size_t *files)
+static int write_events(struct agent *a, const struct sampler_stats *st)
 {
 	const struct opts *o = a->o;
 	int err = 0;
@@ -261,9 +289,13 @@ static int write_events(struct agent *a, const struct sampler_stats *st, size_t 
 			err = split_by_service(a, &sp);
 		}
 		for (size_t i = 0; !err && hashmap__next(sp.by_service, &i, &key, &val);) {
+			struct profile *p = NULL;
+
 			keep_draining(a);
-			err = write_window(a, e, key, val);
-			*files += !err;
+			err = service_profile(a, full, val, &p);
+			if (!err)
+				err = write_window(a, e, key, p);
+			profile__free(p);
 		}
 		count_event(a, e->name, stat);
 		split__free(&sp);
@@ -326,7 +358,7 @@ static int close_window(struct agent *a, uint64_t until_unix)
 	struct sampler_stats st;
 	struct symbolizer_stats ys;
 	size_t files = 0;
-	int err;
+	int err, cerr;
 
 	a->until_unix_ns = until_unix;
 	/* everything taken before the end is in the rings by now */
@@ -334,21 +366,27 @@ static int close_window(struct agent *a, uint64_t until_unix)
 	symbolizer__refresh(a->sym);
 	stream__seal(a->stream);
 	err = sampler__stats(a->s, &st);
+	/* The window's files are made durable together (spool.h): per file,
+	 * the directory fsyncs were half the agent's writing cost. */
+	spool__begin(a->spool);
 	if (!err)
-		err = write_events(a, &st, &files);
+		err = write_events(a, &st);
+	cerr = spool__commit(a->spool, &files);
+	if (!err)
+		err = cerr;
 	symbolizer__stats(a->sym, &ys);
 	a->windows++;
 	a->metrics.windows_written += files;
 	a->metrics.processes_tracked = ys.procs_live;
 	metrics__sample_self(&a->metrics);
 	p_info("window %s +%.1f s: %" PRIu64 " samples, %" PRIu64 " lost, %zu profiles written; "
-	       "%" PRIu64 " processes, %" PRIu64 " files held, %zu stack segments; RSS %.1f MB "
-	       "(heap %.1f MB), CPU %.2f s",
+	       "%" PRIu64 " processes, %" PRIu64 " files held (symbols %.1f MB), %zu stack "
+	       "segments; RSS %.1f MB (heap %.1f MB), CPU %.2f s",
 	       hhmmss(a->from_unix_ns, stamp, sizeof(stamp)),
 	       (a->until_unix_ns - a->from_unix_ns) / 1e9,
 	       st.stat[BPFS_STAT_TAKEN] - a->last.stat[BPFS_STAT_TAKEN], lost_since(&st, &a->last),
-	       files, ys.procs_live,
-	       ys.files_held, stream__nr_segments(a->stream), a->metrics.rss_bytes / 1e6,
+	       files, ys.procs_live, ys.files_held, ys.symtab_bytes / 1e6,
+	       stream__nr_segments(a->stream), a->metrics.rss_bytes / 1e6,
 	       mallinfo2().uordblks / 1e6, a->metrics.cpu_seconds);
 	a->last = st;
 	a->from_unix_ns = a->until_unix_ns;

@@ -5,13 +5,15 @@
  * followed by an fsync of the directory, so a final name never shows a
  * half-written file and a state, once returned, is on disk.
  *
- * Metadata lives in a sidecar NAME.meta rather than in the file name: the
- * series is a Pyroscope name with labels ("app.cpu{k=v,...}") that may hold
- * '/', '{' and any label value, is unbounded in length while a file name is
- * at most 255 bytes, and escaping it would make names unreadable. The data
- * file keeps a name people can read and sort, and stays a plain gzip pprof
- * that `go tool pprof` opens. The sidecar is renamed into place before the
- * data file, so a data file under its final name always has its metadata.
+ * A window's metadata (its Pyroscope series, bounds, rate) travels in the
+ * data file itself, as the comment field of its gzip header (RFC 1952,
+ * FCOMMENT): the file stays a plain gzip pprof that `go tool pprof` and
+ * Pyroscope read (a gzip reader skips the comment), and a window is one
+ * file, one create and one fsync. The series is not in the file name: it
+ * is a Pyroscope name with labels ("app.cpu{k=v,...}") that may hold '/',
+ * '{' and any label value, and is unbounded in length. Spools written
+ * before kept it in a sidecar NAME.meta, renamed into place before the data
+ * file; those are still read, moved and removed with their data file.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -51,6 +53,15 @@ struct win {
 	uint64_t from_s, until_s, sample_rate;
 	uint64_t bytes;
 	enum spool_state state;
+	bool sidecar; /* metadata in NAME.meta (an older spool), not the file */
+};
+
+/* A window written in a batch (spool__begin): on disk under temporary
+ * names, fsync'ed, waiting for spool__commit to rename it into place. */
+struct staged {
+	struct win *win;
+	struct atomicfile data;
+	uint64_t len; /* of the data */
 };
 
 struct spool {
@@ -62,6 +73,8 @@ struct spool {
 	struct spool_opts o;
 	struct vec wins;	/* struct win *, every window indexed */
 	struct hashmap *by_name; /* name -> struct win * */
+	bool batching;		/* between spool__begin and spool__commit */
+	struct vec batch;	/* struct staged */
 	struct spool_stats st;
 };
 
@@ -179,6 +192,72 @@ static int meta_parse(char *text, struct win *w)
 	return 0;
 }
 
+/* RFC 1952: the fixed header, and the flags of its optional fields. */
+#define GZ_HEAD 10
+#define GZ_FHCRC 0x02
+#define GZ_FEXTRA 0x04
+#define GZ_FNAME 0x08
+#define GZ_FCOMMENT 0x10
+
+/* Where the comment goes (or starts) in the gzip member gz: after the
+ * header and its FEXTRA and FNAME fields. 0: not a gzip header we can
+ * read (truncated, or not gzip). */
+static size_t gz_comment_at(const uint8_t *gz, size_t len)
+{
+	size_t at = GZ_HEAD;
+
+	if (len < GZ_HEAD || gz[0] != 0x1f || gz[1] != 0x8b || gz[2] != 8)
+		return 0;
+	if (gz[3] & GZ_FEXTRA) {
+		if (len < at + 2)
+			return 0;
+		at += 2 + (gz[at] | gz[at + 1] << 8);
+	}
+	if (gz[3] & GZ_FNAME) {
+		const uint8_t *nul = at < len ? memchr(gz + at, 0, len - at) : NULL;
+
+		if (!nul)
+			return 0;
+		at = nul - gz + 1;
+	}
+	return at <= len ? at : 0;
+}
+
+/* data (a gzip member with no comment) with text as its comment, into a
+ * new buffer. -EINVAL: data is not such a gzip member. */
+static int gz_with_comment(const void *data, size_t len, const char *text, uint8_t **out,
+			   size_t *out_len)
+{
+	const uint8_t *gz = data;
+	size_t at = gz_comment_at(gz, len), tl = strlen(text);
+	uint8_t *buf;
+
+	/* a header CRC would cover the comment: zlib writes none */
+	if (!at || gz[3] & (GZ_FCOMMENT | GZ_FHCRC))
+		return -EINVAL;
+	buf = malloc(len + tl + 1);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, gz, at);
+	buf[3] |= GZ_FCOMMENT;
+	memcpy(buf + at, text, tl + 1);
+	memcpy(buf + at + tl + 1, gz + at, len - at);
+	*out = buf;
+	*out_len = len + tl + 1;
+	return 0;
+}
+
+/* The comment of the gzip header in head[len] (its NUL within head), or
+ * NULL: no comment, or one longer than head. */
+static char *gz_comment(uint8_t *head, size_t len)
+{
+	size_t at = gz_comment_at(head, len);
+
+	if (!at || !(head[3] & GZ_FCOMMENT) || !memchr(head + at, 0, len - at))
+		return NULL;
+	return (char *)head + at;
+}
+
 static int read_at(int dirfd, const char *name, size_t max, char **out, size_t *len)
 {
 	struct stat stb;
@@ -220,6 +299,26 @@ static int read_at(int dirfd, const char *name, size_t max, char **out, size_t *
 	buf = NULL;
 cleanup:
 	free(buf);
+	close(fd);
+	return err;
+}
+
+/* The first bytes of dirfd/name, at most max, and its size. */
+static int read_head(int dirfd, const char *name, size_t max, uint8_t *buf, size_t *len,
+		     off_t *size)
+{
+	struct stat stb;
+	ssize_t n;
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &stb))
+		err = -errno;
+	else if ((n = pread(fd, buf, max, 0)) < 0)
+		err = -errno;
+	else
+		*len = n, *size = stb.st_size;
 	close(fd);
 	return err;
 }
@@ -267,22 +366,48 @@ static int adopt_meta(struct spool *sp, enum spool_state st, const char *meta)
 	return -ENOENT;
 }
 
-static int load_one(struct spool *sp, enum spool_state st, const char *name)
+/* The metadata of window `name`: the comment of its gzip header, else a
+ * sidecar (a spool written before: *sidecar set). *text is malloc'ed. */
+static int read_meta(struct spool *sp, enum spool_state st, const char *name, char **text,
+		     off_t *size, bool *sidecar)
 {
-	char meta[NAME_MAX + 1];
-	struct win *w;
-	char *text = NULL;
-	size_t len;
+	uint8_t head[GZ_HEAD + 2 + 4096 + META_MAX];
+	char meta[NAME_MAX + 1], *c;
+	size_t len = 0, tl;
 	int err;
 
+	*sidecar = false;
+	err = read_head(sp->sfd[st], name, sizeof(head) - 1, head, &len, size);
+	if (err)
+		return err;
+	c = gz_comment(head, len);
+	if (c) {
+		*text = strdup(c);
+		return *text ? 0 : -ENOMEM;
+	}
+	*sidecar = true;
 	meta_name(meta, sizeof(meta), name);
-	err = read_at(sp->sfd[st], meta, META_MAX, &text, &len);
+	err = read_at(sp->sfd[st], meta, META_MAX, text, &tl);
 	if (err == -ENOENT && adopt_meta(sp, st, meta) == 0)
-		err = read_at(sp->sfd[st], meta, META_MAX, &text, &len);
+		err = read_at(sp->sfd[st], meta, META_MAX, text, &tl);
+	if (!err)
+		*size += size_at(sp->sfd[st], meta);
+	return err;
+}
+
+static int load_one(struct spool *sp, enum spool_state st, const char *name)
+{
+	struct win *w;
+	char *text = NULL;
+	bool sidecar;
+	off_t size = 0;
+	int err;
+
+	err = read_meta(sp, st, name, &text, &size, &sidecar);
 	if (err) {
-		p_warn("spool %s/%s: window %s has no readable metadata %s: %s; left alone, "
-		       "not pushed (remove it or restore the .meta file)",
-		       sp->dir, state_dir[st], name, meta, strerror(-err));
+		p_warn("spool %s/%s: window %s has no readable metadata (neither in its gzip "
+		       "header nor in a .meta file): %s; left alone, not pushed (remove it)",
+		       sp->dir, state_dir[st], name, strerror(-err));
 		return 0;
 	}
 	w = calloc(1, sizeof(*w));
@@ -291,17 +416,18 @@ static int load_one(struct spool *sp, enum spool_state st, const char *name)
 		goto cleanup;
 	}
 	w->state = st;
+	w->sidecar = sidecar;
 	w->name = strdup(name);
 	err = w->name ? meta_parse(text, w) : -ENOMEM;
 	if (err == -EINVAL) {
-		p_warn("spool %s/%s: metadata %s is not a bpfsampler window's; %s left alone, "
-		       "not pushed", sp->dir, state_dir[st], meta, name);
+		p_warn("spool %s/%s: the metadata of %s is not a bpfsampler window's; left alone, "
+		       "not pushed", sp->dir, state_dir[st], name);
 		err = 0;
 		goto cleanup;
 	}
 	if (err)
 		goto cleanup;
-	w->bytes = size_at(sp->sfd[st], name) + size_at(sp->sfd[st], meta);
+	w->bytes = size;
 	err = index_win(sp, w);
 	if (err)
 		goto cleanup;
@@ -419,6 +545,7 @@ int spool__open(const struct spool_opts *o, struct spool **out)
 		sp->sfd[s] = -1;
 	sp->o = *o;
 	sp->wins = VEC_INIT(struct win *);
+	sp->batch = VEC_INIT(struct staged);
 	sp->dir = strdup(o->dir);
 	sp->host = strdup(o->host && *o->host ? o->host : "localhost");
 	sp->by_name = hashmap__new(hashmap__hash_str, hashmap__equal_str);
@@ -462,10 +589,23 @@ cleanup_quiet:
 	return err;
 }
 
+static void discard_staged(struct spool *sp)
+{
+	for (size_t i = 0; i < sp->batch.nr; i++) {
+		struct staged *b = vec__at(&sp->batch, i);
+
+		atomicfile__discard(&b->data);
+		win_free(b->win);
+	}
+	vec__clear(&sp->batch);
+}
+
 void spool__free(struct spool *sp)
 {
 	if (!sp)
 		return;
+	discard_staged(sp); /* a batch never committed was never written */
+	vec__free(&sp->batch);
 	for (size_t i = 0; i < sp->wins.nr; i++)
 		win_free(*(struct win **)vec__at(&sp->wins, i));
 	vec__free(&sp->wins);
@@ -506,6 +646,9 @@ static bool name_taken(struct spool *sp, const char *name)
 
 	if (find_win(sp, name))
 		return true;
+	for (size_t i = 0; i < sp->batch.nr; i++)
+		if (!strcmp(((struct staged *)vec__at(&sp->batch, i))->win->name, name))
+			return true;
 	for (int s = 0; s < NR_STATES; s++)
 		if (!fstatat(sp->sfd[s], name, &stb, 0))
 			return true;
@@ -557,15 +700,107 @@ static struct win *win_from(const struct spool_window *sw, const char *name)
 	return w;
 }
 
+/* One file of a batch: written and fsync'ed under its temporary name. */
+static int stage_file(struct spool *sp, struct atomicfile *af, const char *name,
+		      const void *buf, size_t len)
+{
+	int err = atomicfile__open(af, sp->dirfd, name, 0640);
+
+	if (err)
+		return err;
+	err = atomicfile__write(af, buf, len);
+	if (err) {
+		atomicfile__discard(af);
+		return err;
+	}
+	return atomicfile__stage(af);
+}
+
+/* win into the batch, on disk under a temporary name; win is taken. */
+static int stage(struct spool *sp, struct win *win, const void *data, size_t len)
+{
+	struct staged *b = vec__push(&sp->batch);
+	int err;
+
+	if (!b)
+		return -ENOMEM;
+	memset(b, 0, sizeof(*b));
+	b->data.fd = -1;
+	err = stage_file(sp, &b->data, win->name, data, len);
+	if (err) {
+		sp->batch.nr--;
+		return err;
+	}
+	win->bytes = len;
+	b->win = win;
+	b->len = len;
+	return 0;
+}
+
+void spool__begin(struct spool *sp)
+{
+	sp->batching = true;
+}
+
+/*
+ * The batch into place: every file renamed (each one's commit point), then
+ * one fsync of the directory, and only then are the windows indexed and so
+ * pushed. One directory fsync per batch instead of one per window.
+ */
+int spool__commit(struct spool *sp, size_t *written)
+{
+	int err = 0, e;
+
+	*written = 0;
+	sp->batching = false;
+	for (size_t i = 0; i < sp->batch.nr; i++) {
+		struct staged *b = vec__at(&sp->batch, i);
+
+		e = atomicfile__publish(&b->data);
+		if (e) {
+			p_err("spool %s: cannot rename %s into place: %s; the window is lost, "
+			      "check the directory", sp->dir, b->win->name, strerror(-e));
+			win_free(b->win);
+			b->win = NULL;
+			err = err ?: e;
+		}
+	}
+	if (sp->batch.nr && fsync_dirfd(sp->dirfd))
+		p_warn("spool %s: fsync of the directory: %s; windows of this batch may not "
+		       "survive a power loss", sp->dir, strerror(errno));
+	for (size_t i = 0; i < sp->batch.nr; i++) {
+		struct staged *b = vec__at(&sp->batch, i);
+
+		if (!b->win)
+			continue;
+		e = index_win(sp, b->win);
+		if (e) {
+			p_err("spool %s: out of memory indexing %s; it is on disk and is pushed "
+			      "after the next start", sp->dir, b->win->name);
+			win_free(b->win);
+			err = err ?: e;
+		} else {
+			sp->st.written++;
+			sp->st.written_bytes += b->len;
+			(*written)++;
+		}
+		b->win = NULL;
+	}
+	vec__clear(&sp->batch);
+	return err;
+}
+
 int spool__write(struct spool *sp, const struct spool_window *w, const void *data, size_t len)
 {
-	char name[NAME_MAX + 1], meta[NAME_MAX + 1];
+	char name[NAME_MAX + 1];
 	struct win *win = NULL;
 	char *text = NULL;
+	uint8_t *file = NULL;
+	size_t flen = 0;
 	const char *what = "name";
 	int err;
 
-	/* The sidecar is line-based; Pyroscope names hold no newline either. */
+	/* The metadata is line-based; Pyroscope names hold no newline either. */
 	if (!w->series || !*w->series || strpbrk(w->series, "\r\n") ||
 	    (w->service && strpbrk(w->service, "\r\n")) || (w->event && strpbrk(w->event, "\r\n"))) {
 		p_err("spool %s: window from %" PRIu64 " has an empty series or a line break in "
@@ -576,7 +811,6 @@ int spool__write(struct spool *sp, const struct spool_window *w, const void *dat
 	err = make_name(sp, w, name, sizeof(name));
 	if (err)
 		goto cleanup;
-	meta_name(meta, sizeof(meta), name);
 	what = "prepare";
 	text = meta_render(w);
 	win = win_from(w, name);
@@ -584,37 +818,45 @@ int spool__write(struct spool *sp, const struct spool_window *w, const void *dat
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	/* Metadata first: the data file's rename is the commit point. */
-	what = "write metadata";
-	err = write_atomic(sp->dirfd, meta, text, strlen(text));
+	err = gz_with_comment(data, len, text, &file, &flen);
+	if (err == -EINVAL) {
+		p_err("spool %s: window %s is not a gzip member without a comment; not stored "
+		      "(a bug in the caller)", sp->dir, name);
+		goto out;
+	}
 	if (err)
 		goto cleanup;
-	what = "write";
-	err = write_atomic(sp->dirfd, name, data, len);
-	if (err) {
-		unlinkat(sp->dirfd, meta, 0);
-		goto cleanup;
+	if (sp->batching) {
+		what = "stage";
+		err = stage(sp, win, file, flen);
+		if (err)
+			goto cleanup;
+		win = NULL;
+		goto out;
 	}
-	win->bytes = len + strlen(text);
+	what = "write";
+	err = write_atomic(sp->dirfd, name, file, flen);
+	if (err)
+		goto cleanup;
+	win->bytes = flen;
 	err = index_win(sp, win);
 	if (err) {
 		p_err("spool %s: out of memory indexing %s; it is on disk and is pushed after "
 		      "the next start", sp->dir, name);
-		win_free(win);
-		free(text);
-		return err;
+		goto out;
 	}
 	win = NULL;
 	sp->st.written++;
-	sp->st.written_bytes += len;
-	free(text);
-	return 0;
+	sp->st.written_bytes += flen;
+	goto out;
 cleanup:
 	p_err("spool %s: cannot %s window %s from %" PRIu64 ": %s; the window is lost, check "
 	      "free space and permissions", sp->dir, what, w->series ?: "(no series)", w->from_s,
 	      strerror(-err));
+out:
 	win_free(win);
 	free(text);
+	free(file);
 	return err;
 }
 
@@ -712,8 +954,8 @@ int spool__mark(struct spool *sp, const char *name, enum spool_state to)
 		sp->st.delivered++;
 	else if (to == SPOOL_REJECTED)
 		sp->st.rejected++;
-	/* A sidecar left behind is adopted at the next open. */
-	if (renameat(sp->sfd[from], meta, sp->sfd[to], meta))
+	/* A sidecar (older spools) left behind is adopted at the next open. */
+	if (w->sidecar && renameat(sp->sfd[from], meta, sp->sfd[to], meta))
 		p_warn("spool %s: cannot move %s to %s/: %s; fixed at the next start", sp->dir,
 		       meta, state_dir[to], strerror(errno));
 	err = fsync_dirfd(sp->sfd[to]);
@@ -734,7 +976,8 @@ static void remove_win(struct spool *sp, struct win *w)
 	if (unlinkat(sp->sfd[w->state], w->name, 0) && errno != ENOENT)
 		p_warn("spool %s/%s: cannot remove %s: %s", sp->dir, state_dir[w->state],
 		       w->name, strerror(errno));
-	unlinkat(sp->sfd[w->state], meta, 0);
+	if (w->sidecar)
+		unlinkat(sp->sfd[w->state], meta, 0);
 	account(sp, w, -1);
 	sp->st.pruned++;
 	sp->st.pruned_bytes += w->bytes;

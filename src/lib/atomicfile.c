@@ -68,6 +68,7 @@ int atomicfile__open(struct atomicfile *af, int dirfd, const char *name, mode_t 
 	}
 	return 0;
 fail:
+	af->tmp[0] = '\0'; /* not ours: never unlinked */
 	release_dir(af);
 	return err;
 }
@@ -89,7 +90,7 @@ int atomicfile__write(struct atomicfile *af, const void *buf, size_t len)
 	return 0;
 }
 
-int atomicfile__commit(struct atomicfile *af)
+int atomicfile__stage(struct atomicfile *af)
 {
 	int err = 0;
 
@@ -100,23 +101,49 @@ int atomicfile__commit(struct atomicfile *af)
 	if (close(af->fd) && !err)
 		err = -errno;
 	af->fd = -1;
-	if (!err && renameat(af->dirfd, af->tmp, af->dirfd, af->name))
+	if (err)
+		atomicfile__discard(af);
+	return err;
+}
+
+int atomicfile__publish(struct atomicfile *af)
+{
+	int err = 0;
+
+	if (renameat(af->dirfd, af->tmp, af->dirfd, af->name)) {
 		err = -errno;
-	if (err) {
 		unlinkat(af->dirfd, af->tmp, 0);
-	} else if (fsync(af->dirfd)) {
-		err = -errno; /* renamed, but the rename may not survive a crash */
 	}
+	af->tmp[0] = '\0';
+	return err;
+}
+
+int atomicfile__commit(struct atomicfile *af)
+{
+	int err = atomicfile__stage(af);
+
+	if (!err)
+		err = atomicfile__publish(af);
+	if (!err && fsync(af->dirfd))
+		err = -errno; /* renamed, but the rename may not survive a crash */
 	release_dir(af);
 	return err;
 }
 
-void atomicfile__abort(struct atomicfile *af)
+void atomicfile__discard(struct atomicfile *af)
 {
 	if (af->fd >= 0) {
 		close(af->fd);
 		af->fd = -1;
+	}
+	if (af->tmp[0]) {
 		unlinkat(af->dirfd, af->tmp, 0);
+		af->tmp[0] = '\0';
 	}
 	release_dir(af);
+}
+
+void atomicfile__abort(struct atomicfile *af)
+{
+	atomicfile__discard(af);
 }

@@ -51,6 +51,7 @@ struct proc {
 	unsigned int eager;	 /* announcements read at once since exec */
 	uid_t uid;		 /* real uid, for the perf map's owner check */
 	int nspid;		 /* pid in its own pid namespace */
+	bool ids_read;		 /* uid and nspid read (for a perf map) */
 	struct perfmap *jit;	 /* /tmp/perf-PID.map, when it has JIT code */
 	int ppid;		 /* parent, when it forked us without exec */
 	uint64_t mm;		 /* address space last announced */
@@ -232,6 +233,11 @@ static void load_perf_map(struct proc *p)
 	struct perfmap *pm;
 	int err;
 
+	/* read here, not for every process: few have anonymous code */
+	if (!p->ids_read) {
+		read_ids(p);
+		p->ids_read = true;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", p->pid, p->nspid);
 	err = perfmap__load(path, p->uid, &pm);
 	if (err == -ENOENT || err == -ESRCH) {
@@ -292,8 +298,6 @@ static void load_maps(struct addrspace *as, struct proc *p)
 	}
 	s->maps = pm;
 	s->read_ns = now_ns();
-	if (!p->reads)
-		read_ids(p);
 	/* Open the files now, through /proc/PID/map_files, while the process
 	 * lives: a deleted binary or one in another mount namespace cannot be
 	 * opened by its path after it exits. Cached per file, so cheap. */
@@ -446,9 +450,20 @@ void addrspace__note_mapping(struct addrspace *as, int pid, const struct as_mapp
 		return;
 	if (!ev.exec) {
 		as->stats.mappings++;
-		ev.m.path = mapping_path(p, &ev.m);
-		if (ev.m.path)
-			ev.file = filecache__open(as->fc, pid, &ev.m);
+		/* A file already read (every process maps libc): named as
+		 * first seen, with no readlink through /proc. */
+		ev.file = filecache__known(as->fc, &ev.m);
+		if (ev.file) {
+			ev.m.path = strdup(ev.file->path);
+			if (!ev.m.path) {
+				filecache__put(as->fc, ev.file);
+				ev.file = NULL;
+			}
+		} else {
+			ev.m.path = mapping_path(p, &ev.m);
+			if (ev.m.path)
+				ev.file = filecache__open(as->fc, pid, &ev.m);
+		}
 		if (!ev.file || !ev.file->st) {
 			as->stats.mappings_unopened++;
 			p_dbg("pid %d: mapping %" PRIx64 "-%" PRIx64 " of inode %" PRIu64

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -36,6 +37,8 @@ struct file_rec {
 	struct file_rec *next;	 /* every record, for freeing: a record
 				  * replaced in `files` is still pointed to
 				  * by the mappings it was found for */
+	int fd;			 /* owns: O_PATH to the file, or -1 (see
+				  * filecache__known) */
 	unsigned int refs;	 /* mappings that hold it (filecache__put) */
 	unsigned int idle;	 /* sweeps it has spent with no holder */
 };
@@ -59,6 +62,7 @@ struct filecache {
 	unsigned int lines_max;
 	struct symtab *vdso;
 	bool vdso_tried;
+	unsigned int fds, max_fds; /* O_PATH descriptors held, and the cap */
 	struct filecache_stats stats;
 };
 
@@ -73,21 +77,30 @@ static bool equal_key(const void *a, const void *b)
 }
 
 /*
- * Each file whose DWARF may be read keeps an fd open (its map_files path
- * goes with its process), so they get a budget: a quarter of the fd limit,
- * at most 256. Files past it have no lines (counted); under churn of
- * thousands of distinct -g executables the profiler still has fds for
- * what it must open.
+ * Descriptors the cache may hold, for each of its two uses: a quarter of the
+ * soft fd limit, at most CAP, so the perf events, rings and sockets keep the
+ * rest. O_PATH descriptors of files already read (checked with fstat) get
+ * 512; DWARF readers, each holding its file open (the map_files path goes
+ * with its process), get 256: files past it have no lines (counted), and
+ * under churn of thousands of distinct -g executables the profiler still has
+ * fds for what it must open.
  */
-static unsigned int lines_fd_budget(void)
+static unsigned int fd_budget(unsigned int cap)
 {
 	struct rlimit rl;
-	rlim_t n = 1024;
 
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY)
-		n = rl.rlim_cur;
-	n /= 4;
-	return n > 256 ? 256 : n;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return cap;
+	return rl.rlim_cur / 4 < cap ? rl.rlim_cur / 4 : cap;
+}
+
+static void close_fd(struct filecache *fc, struct file_rec *r)
+{
+	if (r->fd < 0)
+		return;
+	close(r->fd);
+	r->fd = -1;
+	fc->fds--;
 }
 
 int filecache__new(const struct debuginfo_opts *dbg, struct filecache **out)
@@ -97,7 +110,8 @@ int filecache__new(const struct debuginfo_opts *dbg, struct filecache **out)
 	if (!fc)
 		return -ENOMEM;
 	fc->dbg = dbg;
-	fc->lines_max = lines_fd_budget();
+	fc->lines_max = fd_budget(256);
+	fc->max_fds = fd_budget(512);
 	fc->files = hashmap__new(hash_key, equal_key);
 	fc->by_id = hashmap__new(hashmap__hash_str, hashmap__equal_str);
 	if (!fc->files || !fc->by_id) {
@@ -118,6 +132,7 @@ void filecache__free(struct filecache *fc)
 		struct file_rec *r = fc->all;
 
 		fc->all = r->next;
+		close_fd(fc, r);
 		symtab__free(r->owned);
 		dwlines__free(r->owned_lines);
 		free(r->path);
@@ -277,15 +292,66 @@ static void read_file(struct filecache *fc, struct file_rec *r, const char *path
 	}
 }
 
+static bool same_mtime(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/*
+ * The fast way: a file already read whose descriptor we hold is the same
+ * inode as long as we hold it (its number cannot be reused before the
+ * inode is freed), so one fstat tells whether it was rewritten in place,
+ * with no walk through /proc/PID/map_files. With a churn of short-lived
+ * processes this is most of the agent's /proc work (docs/benchmarks.md,
+ * "The agent").
+ */
+const struct mapped_file *filecache__known(struct filecache *fc, const struct procmap *m)
+{
+	struct file_key key = { m->dev, m->inode };
+	struct file_rec *r = hashmap__find(fc->files, &key);
+	struct stat sb;
+
+	if (!r || r->fd < 0 || !r->pub.st || fstat(r->fd, &sb) || !same_mtime(&sb.st_mtim, &r->mtime))
+		return NULL;
+	r->refs++;
+	r->idle = 0;
+	fc->stats.fast++;
+	return &r->pub;
+}
+
+/* Holds the file of r open (O_PATH: no read access needed, nothing read)
+ * for filecache__known, while the cap allows. */
+static void hold_fd(struct filecache *fc, struct file_rec *r, const char *path)
+{
+	struct stat sb;
+
+	if (r->fd >= 0 || fc->fds >= fc->max_fds)
+		return;
+	r->fd = open(path, O_PATH | O_CLOEXEC);
+	if (r->fd < 0)
+		return;
+	/* the file found must be the one stat'ed (a path may have changed) */
+	if (fstat(r->fd, &sb) || (uint64_t)sb.st_ino != r->key.inode ||
+	    !same_mtime(&sb.st_mtim, &r->mtime)) {
+		close(r->fd);
+		r->fd = -1;
+		return;
+	}
+	fc->fds++;
+}
+
 const struct mapped_file *filecache__open(struct filecache *fc, int pid,
 					  const struct procmap *m)
 {
 	struct file_key key = { m->dev, m->inode };
+	const struct mapped_file *known = filecache__known(fc, m);
 	struct file_rec *r = hashmap__find(fc->files, &key);
 	char path[4096 + 64];
 	struct stat sb;
 	bool found;
 
+	if (known)
+		return known;
 	found = !find_file(pid, m, path, sizeof(path), &sb);
 	/* Gone, or the same file: what we know is all there is. */
 	if (r && (!found || (sb.st_mtim.tv_sec == r->mtime.tv_sec &&
@@ -302,6 +368,8 @@ const struct mapped_file *filecache__open(struct filecache *fc, int pid,
 			if (r->pub.st)
 				fc->stats.unreadable--;
 		}
+		if (found && r->pub.st)
+			hold_fd(fc, r, path);
 		return &r->pub;
 	}
 	r = calloc(1, sizeof(*r));
@@ -313,6 +381,7 @@ const struct mapped_file *filecache__open(struct filecache *fc, int pid,
 		return NULL;
 	}
 	r->key = key;
+	r->fd = -1;
 	r->refs = 1;
 	r->pub.path = r->path;
 	r->next = fc->all;
@@ -321,6 +390,8 @@ const struct mapped_file *filecache__open(struct filecache *fc, int pid,
 	if (found) {
 		r->mtime = sb.st_mtim;
 		read_file(fc, r, path);
+		if (r->pub.st)
+			hold_fd(fc, r, path);
 	}
 	if (!r->pub.st) {
 		fc->stats.unreadable++;
@@ -423,6 +494,7 @@ size_t filecache__sweep(struct filecache *fc, unsigned int idle)
 		if (hashmap__find(fc->files, &r->key) == r)
 			hashmap__delete(fc->files, &r->key, NULL, NULL);
 		release_symbols(fc, r);
+		close_fd(fc, r);
 		free(r->path);
 		free(r);
 		fc->stats.released++;

@@ -73,6 +73,23 @@ static void test_stream_options(void)
 	opts__free(&o);
 }
 
+/* The agent's rings: a quarter size up to -F 1000 (their pages are in its
+ * RSS), the one-shot default above, and --ring-size always as given. */
+static void test_agent_ring_size(void)
+{
+	struct opts o;
+
+	CHECK(opts__parse(&o, 2, (char *[]){ "bpfsampler", "agent", NULL }) == OPTS_RUN, "agent");
+	CHECK(o.ring_size == AGENT_DEFAULT_RING_SIZE, "agent at 99 Hz: %u", o.ring_size);
+	opts__free(&o);
+	CHECK(PARSE(&o, "agent", "-F", "4000") == OPTS_RUN, "agent -F 4000");
+	CHECK(o.ring_size == OPTS_DEFAULT_RING_SIZE, "agent at 4000 Hz: %u", o.ring_size);
+	opts__free(&o);
+	CHECK(PARSE(&o, "agent", "--ring-size", "2M") == OPTS_RUN, "agent --ring-size");
+	CHECK(o.ring_size == 2U << 20, "agent --ring-size 2M kept: %u", o.ring_size);
+	opts__free(&o);
+}
+
 static void test_command(void)
 {
 	/* o.command points into argv: the arrays must outlive the checks (a
@@ -221,6 +238,7 @@ int main(void)
 	RUN(test_defaults);
 	RUN(test_all_options);
 	RUN(test_stream_options);
+	RUN(test_agent_ring_size);
 	RUN(test_command);
 	RUN(test_bad_values);
 	RUN(test_help_and_version);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The /proc/PID/maps parser: odd paths, what is kept, lookups at the edges. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -134,6 +136,54 @@ static void test_self(void)
 	procmaps__free(pm);
 }
 
+/* procmaps__load (PROCMAP_QUERY where the kernel has it) gives what the
+ * text of the same maps file gives, field by field, with a deleted file
+ * (a memfd, mapped executable) among them. */
+static void test_load_matches_text(void)
+{
+	struct procmaps *a = NULL, *b = NULL;
+	int mfd = memfd_create("procmaps_test", MFD_CLOEXEC);
+	void *code = MAP_FAILED;
+	bool deleted = false;
+	FILE *f;
+
+	if (mfd >= 0 && !ftruncate(mfd, 4096))
+		code = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, mfd, 0);
+
+	CHECK(procmaps__load(getpid(), &a) == 0, "load");
+	f = fopen("/proc/self/maps", "re");
+	CHECK(f && procmaps__parse(f, getpid(), &b) == 0, "parse the text");
+	if (f)
+		fclose(f);
+	if (!a || !b)
+		goto out;
+	/* The gate VMA is not in the process's VMA tree, so PROCMAP_QUERY
+	 * never returns it; it maps no file and has no symbols. */
+	if (a->nr + 1 == b->nr && b->maps[b->nr - 1].path &&
+	    !strcmp(b->maps[b->nr - 1].path, "[vsyscall]"))
+		free(b->maps[--b->nr].path);
+	CHECK(a->nr == b->nr && a->nr >= 2, "%zu and %zu executable mappings", a->nr, b->nr);
+	for (size_t i = 0; i < a->nr && i < b->nr; i++) {
+		const struct procmap *x = &a->maps[i], *y = &b->maps[i];
+
+		CHECK(x->start == y->start && x->end == y->end && x->pgoff == y->pgoff &&
+		      x->dev == y->dev && x->inode == y->inode && x->exec == y->exec &&
+		      x->deleted == y->deleted &&
+		      (x->path == y->path || (x->path && y->path && !strcmp(x->path, y->path))),
+		      "mapping %zu: %s and %s", i, x->path ?: "(anon)", y->path ?: "(anon)");
+		deleted |= x->deleted && x->path && strstr(x->path, "procmaps_test");
+	}
+	if (code != MAP_FAILED)
+		CHECK(deleted, "the memfd's mapping is there, marked deleted");
+out:
+	if (code != MAP_FAILED)
+		munmap(code, 4096);
+	if (mfd >= 0)
+		close(mfd);
+	procmaps__free(a);
+	procmaps__free(b);
+}
+
 int main(void)
 {
 	RUN(test_kept_and_fields);
@@ -142,5 +192,6 @@ int main(void)
 	RUN(test_empty);
 	RUN(test_bad_input);
 	RUN(test_self);
+	RUN(test_load_matches_text);
 	UNIT_EXIT();
 }
