@@ -162,9 +162,8 @@ ifeq ($(SANITIZE),)
 check:
 	$(Q)tools/install-deps.sh
 	$(Q)$(MAKE) --no-print-directory all unit workloads fuzz-build
-	$(Q)tests/run
 	$(Q)$(MAKE) --no-print-directory SANITIZE=$(SAN_CI) all unit workloads
-	$(Q)OUTPUT=.output-san SANITIZE=$(SAN_CI) tests/run unit sanitized
+	$(Q)tests/run --and-sanitized .output-san $(SAN_CI)
 else
 check:
 	$(Q)tools/install-deps.sh
