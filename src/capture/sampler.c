@@ -64,6 +64,13 @@ static int configure(struct sampler *s)
 	skel->rodata->irq_depth = o->irq_depth ? o->irq_depth : o->max_depth;
 	skel->rodata->use_task_work = o->completion && features__has_task_work();
 	skel->rodata->track_maps = o->follow_mappings && features__has_mmap_tracking();
+	/* Measurement only: where each sample stops (docs/benchmarks.md). */
+	if (getenv("BPFS_DEBUG_CUT")) {
+		skel->rodata->debug_cut = atoi(getenv("BPFS_DEBUG_CUT"));
+		p_warn("BPFS_DEBUG_CUT=%u: every sample ends after stage %u and is not kept "
+		       "(a measurement knob: unset it for profiles)", skel->rodata->debug_cut,
+		       skel->rodata->debug_cut);
+	}
 	if (o->stack_id_bits && o->stack_id_bits < 64)
 		skel->rodata->stack_id_mask = (1ULL << o->stack_id_bits) - 1;
 
