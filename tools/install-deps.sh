@@ -35,7 +35,8 @@ pkgs="$pkgs chromium"
 # C++ and Rust workloads whose names tests/integration/demangle.sh checks
 pkgs="$pkgs g++ rustc"
 if [ "${1:-}" = "--bench" ]; then
-	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine"
+	# strace: bench --startup times exec -> armed from the profilers' calls
+	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine strace"
 fi
 
 missing=""
