@@ -44,6 +44,11 @@ const volatile __u64 wakeup_bytes = 64 * 1024;
 /* Tests narrow stack ids to a few bits to force collisions and check that
  * colliding stacks are never merged (--debug-stack-id-bits). */
 const volatile __u64 stack_id_mask = ~0ULL;
+/* Measurement only (BPFS_DEBUG_CUT, docs/benchmarks.md): end each sample
+ * after stage N, to break its cost down. 0, the default, runs everything;
+ * the verifier drops the unused exits. */
+const volatile __u32 debug_cut = 0;
+#define CUT(n) (debug_cut && debug_cut <= (n))
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -95,6 +100,15 @@ struct {
 	__type(key, struct seen_key);
 	__type(value, __u8);
 } seen SEC(".maps");
+
+/* The key this CPU announced or found in `seen` last: a CPU-bound process
+ * sampled again and again costs a 24-byte compare, not a hash lookup. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct seen_key);
+} last_seen SEC(".maps");
 
 /* Each process's newest mapping generation (bpfs_rec_map), read by every
  * sample. LRU: a process evicted here by 16384 others samples with gen 0
@@ -187,16 +201,22 @@ struct {
 	__type(value, struct uwin);
 } uwindow SEC(".maps");
 
-/* A sample bucket of the current sample's event. */
-static __always_inline void stat_inc(__u32 which)
+/* A sample bucket of event ev. */
+static __always_inline void stat_inc_ev(__u32 ev, __u32 which)
 {
-	__u32 zero = 0, *ev = bpf_map_lookup_elem(&cur_event, &zero), key;
-	__u64 *v;
+	__u32 key = (ev < BPFS_MAX_EVENTS ? ev : 0) * BPFS_STAT_NR + which;
+	__u64 *v = bpf_map_lookup_elem(&stats, &key);
 
-	key = (ev && *ev < BPFS_MAX_EVENTS ? *ev : 0) * BPFS_STAT_NR + which;
-	v = bpf_map_lookup_elem(&stats, &key);
 	if (v)
 		*v += 1; /* per-CPU slot: no atomics needed */
+}
+
+/* A sample bucket of the current sample's event, where it is not at hand. */
+static __always_inline void stat_inc(__u32 which)
+{
+	__u32 zero = 0, *ev = bpf_map_lookup_elem(&cur_event, &zero);
+
+	stat_inc_ev(ev ? *ev : 0, which);
 }
 
 /* A counter that is not about one sample (records, completions), kept under
@@ -370,10 +390,20 @@ static __always_inline void seg_loss(__u32 which, bool in_sample)
 		stat_inc_global(BPFS_STAT_COMPLETION_ERR);
 }
 
-static __always_inline __u64 store_segment(const struct bpfs_stack *s, __u64 seed,
-					   bool in_sample)
+/*
+ * A global function: the verifier checks it once, on its own, instead of
+ * once per call site and per state of each caller (inlined, it made
+ * on_sample 157k processed instructions and ~290 ms of verification, most of
+ * the start-up; now ~13k and ~20 ms). The price is one BPF-to-BPF call per
+ * segment stored. Global functions may get any pointer, hence the NULL check.
+ */
+__noinline __u64 store_segment(const struct bpfs_stack *s, __u64 seed, bool in_sample)
 {
-	__u64 id = seg_hash(s, seed) & stack_id_mask;
+	__u64 id;
+
+	if (!s)
+		return 0;
+	id = seg_hash(s, seed) & stack_id_mask;
 
 	for (int probe = 0; probe < BPFS_STACK_PROBES; probe++) {
 		struct bpfs_stack *old;
@@ -702,15 +732,19 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 		return true;
 	w.st = st;
 	if (cs & 3) { /* interrupted in user mode: these are its registers */
-		walk_from(st, ctx->regs.ip, ctx->regs.bp, ctx->regs.sp,
-			  use_task_work ? irq_depth : max_depth);
+		/* volatile: clang would otherwise share these loads with the
+		 * ones below (same offsets), a ctx access the verifier refuses */
+		walk_from(st, *(volatile __u64 *)&ctx->regs.ip, *(volatile __u64 *)&ctx->regs.bp,
+			  *(volatile __u64 *)&ctx->regs.sp, use_task_work ? irq_depth : max_depth);
 	} else { /* in the kernel: the registers saved at kernel entry */
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
-		walk_from(st, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, bp),
-			  BPF_CORE_READ(regs, sp), use_task_work ? irq_depth : max_depth);
+		/* direct BTF loads, not a helper call per field */
+		walk_from(st, regs->ip, regs->bp, regs->sp, use_task_work ? irq_depth : max_depth);
 	}
 	bpf_loop(BPFS_MAX_USER_DEPTH / WALK_PER_CALL, walk_frame, &w, 0);
+	if (CUT(4))
+		return false;
 	if (use_task_work && (st->fault || st->limited) &&
 	    schedule_completion(bpf_get_current_task_btf(), key->pid, key->tid)) {
 		*flags |= BPFS_F_USTACK_PENDING;
@@ -766,15 +800,24 @@ static __always_inline bool send_sample(const struct bpfs_count_key *key, __u64 
 static __always_inline void announce_process(const struct bpfs_count_key *key)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct seen_key sk = { .pid = key->pid };
+	struct seen_key sk = { .pid = key->pid }, *last;
+	struct mm_struct *mm = task->mm;
 	struct bpfs_rec_new_key *rec;
+	__u32 zero = 0;
 	void *ring;
 	__u8 one = 1;
 
 	if (key->pid == loader_pid)
 		return;
 	__builtin_memcpy(sk.comm, key->comm, sizeof(sk.comm));
-	sk.map_count = BPF_CORE_READ(task, mm, map_count);
+	sk.map_count = mm ? mm->map_count : 0; /* direct BTF loads, no helper */
+	last = bpf_map_lookup_elem(&last_seen, &zero);
+	if (last && last->pid == sk.pid && last->map_count == sk.map_count &&
+	    *(__u64 *)last->comm == *(__u64 *)sk.comm &&
+	    *(__u64 *)&last->comm[8] == *(__u64 *)&sk.comm[8])
+		return;
+	if (last)
+		*last = sk;
 	if (bpf_map_lookup_elem(&seen, &sk))
 		return;
 	bpf_map_update_elem(&seen, &sk, &one, BPF_ANY);
@@ -793,11 +836,11 @@ static __always_inline void announce_process(const struct bpfs_count_key *key)
 	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
 }
 
-static __always_inline bool add_count(struct bpfs_count_val *val, __u64 period)
+static __always_inline bool add_count(struct bpfs_count_val *val, __u64 period, __u32 ev)
 {
 	__sync_fetch_and_add(&val->samples, 1);
 	__sync_fetch_and_add(&val->period, period);
-	stat_inc(BPFS_STAT_KEPT);
+	stat_inc_ev(ev, BPFS_STAT_KEPT);
 	return true;
 }
 
@@ -809,16 +852,16 @@ static __always_inline void count_sample(const struct bpfs_count_key *key, __u64
 	long err;
 
 	val = bpf_map_lookup_elem(&counts, key);
-	if (val && add_count(val, period))
+	if (val && add_count(val, period, key->event))
 		return;
 	err = bpf_map_update_elem(&counts, key, &init, BPF_NOEXIST);
 	if (!err) {
-		stat_inc(BPFS_STAT_KEPT);
+		stat_inc_ev(key->event, BPFS_STAT_KEPT);
 		return;
 	}
 	if (err == -EEXIST) {
 		val = bpf_map_lookup_elem(&counts, key);
-		if (val && add_count(val, period))
+		if (val && add_count(val, period, key->event))
 			return;
 	}
 	if (send_sample(key, period))
@@ -835,27 +878,30 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	struct bpfs_count_key key = {};
 	struct task_struct *task;
 	struct bpfs_stack *seg;
-	__u32 zero = 0, *ev;
+	__u32 zero = 0, *cur, ev = bpf_get_attach_cookie(ctx);
 
-	ev = bpf_map_lookup_elem(&cur_event, &zero);
-	if (ev)
-		*ev = bpf_get_attach_cookie(ctx);
-	stat_inc(BPFS_STAT_TAKEN);
+	/* for the counters deep down (store_segment) */
+	cur = bpf_map_lookup_elem(&cur_event, &zero);
+	if (cur)
+		*cur = ev;
+	stat_inc_ev(ev, BPFS_STAT_TAKEN);
 	if (tid == 0 && !include_idle) {
-		stat_inc(BPFS_STAT_IDLE);
+		stat_inc_ev(ev, BPFS_STAT_IDLE);
 		return 0;
 	}
 	if (!selected(pid, tid)) {
-		stat_inc(BPFS_STAT_FILTERED);
+		stat_inc_ev(ev, BPFS_STAT_FILTERED);
 		return 0;
 	}
+	if (CUT(1))
+		return 0;
 	seg = bpf_map_lookup_elem(&segscratch, &zero);
 	if (!seg)
 		return 0; /* cannot happen: a one-entry array */
 
 	key.pid = pid;
 	key.tid = tid;
-	key.event = ev ? *ev : 0;
+	key.event = ev;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	if (track_maps) {
 		__u32 *gen = bpf_map_lookup_elem(&mapgens, &pid);
@@ -863,6 +909,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		key.map_gen = gen ? *gen : 0;
 	}
 	announce_process(&key);
+	if (CUT(2))
+		return 0;
 
 	/* Interrupted in user mode there is no kernel stack: skip the helper,
 	 * which costs ~250 ns even when it finds nothing. */
@@ -870,10 +918,14 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	    !take_kernel_stack(ctx, seg, &key.kstack_id, &key.flags))
 		return 0;
 
+	if (CUT(3))
+		return 0;
 	task = bpf_get_current_task_btf();
 	if (!task->mm)
 		key.flags |= BPFS_F_KTHREAD; /* kernel thread: no user stack */
 	else if (collect_user && !take_user_stack(ctx, seg, &key))
+		return 0;
+	if (CUT(5))
 		return 0;
 
 	if (key.flags & BPFS_F_USTACK_PENDING) {

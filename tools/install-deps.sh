@@ -41,7 +41,8 @@ pkgs="$pkgs g++ rustc"
 # and UBSan (make check SANITIZE=...) come with gcc.
 pkgs="$pkgs libclang-rt-dev"
 if [ "${1:-}" = "--bench" ]; then
-	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine"
+	# strace: bench --startup times exec -> armed from the profilers' calls
+	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine strace"
 fi
 
 missing=""

@@ -22,8 +22,11 @@ static const struct named named_events[] = {
 	{ "context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
 	{ "cs", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
 	{ "cpu-migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS },
+	{ "migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS },
 	{ "minor-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN },
 	{ "major-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ },
+	{ "alignment-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_ALIGNMENT_FAULTS },
+	{ "emulation-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_EMULATION_FAULTS },
 	{ "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
 	{ "cpu-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
 	{ "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
@@ -217,9 +220,9 @@ static int parse_one(char *spec, unsigned int freq, unsigned long period, struct
 	a->disabled = 1;
 	a->read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 	if (parse_base(base, a)) {
-		snprintf(err, errlen, "unknown event '%s': use perf's names (cpu-clock, cycles, "
-			 "instructions, cache-misses, branch-misses, L1-dcache-load-misses, ...) "
-			 "or a raw code rNNNN", base);
+		snprintf(err, errlen, "unknown event '%s': use perf's names (cpu-clock, "
+			 "page-faults, context-switches, cycles, instructions, cache-misses, "
+			 "branch-misses, L1-dcache-load-misses, ...) or a raw code rNNNN", base);
 		return -EINVAL;
 	}
 	e->timer = a->type == PERF_TYPE_SOFTWARE && (a->config == PERF_COUNT_SW_CPU_CLOCK ||

@@ -64,6 +64,13 @@ static int configure(struct sampler *s)
 	skel->rodata->irq_depth = o->irq_depth ? o->irq_depth : o->max_depth;
 	skel->rodata->use_task_work = o->completion && features__has_task_work();
 	skel->rodata->track_maps = o->follow_mappings && features__has_mmap_tracking();
+	/* Measurement only: where each sample stops (docs/benchmarks.md). */
+	if (getenv("BPFS_DEBUG_CUT")) {
+		skel->rodata->debug_cut = atoi(getenv("BPFS_DEBUG_CUT"));
+		p_warn("BPFS_DEBUG_CUT=%u: every sample ends after stage %u and is not kept "
+		       "(a measurement knob: unset it for profiles)", skel->rodata->debug_cut,
+		       skel->rodata->debug_cut);
+	}
 	if (o->stack_id_bits && o->stack_id_bits < 64)
 		skel->rodata->stack_id_mask = (1ULL << o->stack_id_bits) - 1;
 
@@ -121,14 +128,34 @@ static int create_rings(struct sampler *s)
 	return 0;
 }
 
+/* Every update of a map-in-map waits for an RCU grace period (the kernel's
+ * maybe_wait_bpf_programs): 12-14 ms each here, so one batch for all CPUs
+ * rather than one update per CPU. Kernels without batch updates on this map
+ * type get them one by one. */
+static bool install_rings_batch(struct sampler *s, int outer)
+{
+	__u32 *keys = calloc(s->nr_rings, sizeof(*keys)), count = s->nr_rings;
+	bool ok;
+
+	if (!keys)
+		return false;
+	for (int cpu = 0; cpu < s->nr_rings; cpu++)
+		keys[cpu] = cpu;
+	ok = !bpf_map_update_batch(outer, keys, s->ring_fds, &count, NULL) &&
+	     count == (__u32)s->nr_rings;
+	free(keys);
+	return ok;
+}
+
 static int install_rings(struct sampler *s)
 {
 	int outer = bpf_map__fd(s->skel->maps.rings), err;
+	bool batched = install_rings_batch(s, outer);
 
 	for (int cpu = 0; cpu < s->nr_rings; cpu++) {
 		int fd = s->ring_fds[cpu];
 
-		if (bpf_map_update_elem(outer, &cpu, &fd, BPF_ANY)) {
+		if (!batched && bpf_map_update_elem(outer, &cpu, &fd, BPF_ANY)) {
 			err = -errno;
 			p_err("cannot install the ring of CPU %d: %s", cpu, strerror(-err));
 			return err;

@@ -124,6 +124,42 @@ static void test_periods(void)
 	CHECK(!l.v[1].attr.freq && l.v[1].attr.sample_period == 50000, "-c for the clock (ns)");
 }
 
+/* Every software event perf names, sampled at -F (frequency mode) or -c. */
+static void test_software_events(void)
+{
+	static const struct {
+		const char *name;
+		__u64 config;
+	} sw[] = {
+		{ "page-faults", PERF_COUNT_SW_PAGE_FAULTS },
+		{ "faults", PERF_COUNT_SW_PAGE_FAULTS },
+		{ "minor-faults", PERF_COUNT_SW_PAGE_FAULTS_MIN },
+		{ "major-faults", PERF_COUNT_SW_PAGE_FAULTS_MAJ },
+		{ "context-switches", PERF_COUNT_SW_CONTEXT_SWITCHES },
+		{ "cs", PERF_COUNT_SW_CONTEXT_SWITCHES },
+		{ "cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS },
+		{ "migrations", PERF_COUNT_SW_CPU_MIGRATIONS },
+		{ "alignment-faults", PERF_COUNT_SW_ALIGNMENT_FAULTS },
+		{ "emulation-faults", PERF_COUNT_SW_EMULATION_FAULTS },
+		{ "task-clock", PERF_COUNT_SW_TASK_CLOCK },
+	};
+
+	for (size_t i = 0; i < sizeof(sw) / sizeof(sw[0]); i++) {
+		struct event_list l = parse_ok(sw[i].name, 4000, 100);
+		const struct perf_event_attr *a = &l.v[0].attr;
+
+		CHECK(l.nr == 1 && a->type == PERF_TYPE_SOFTWARE && a->config == sw[i].config,
+		      sw[i].name);
+		CHECK(!a->freq && a->sample_period == 100, "-c 100 is the period");
+		l = parse_ok(sw[i].name, 99, 0);
+		a = &l.v[0].attr;
+		if (sw[i].config == PERF_COUNT_SW_TASK_CLOCK)
+			CHECK(!a->freq && a->sample_period == 1000000000ULL / 99, "a clock: a period in ns");
+		else
+			CHECK(a->freq && a->sample_freq == 99, "counted events at -F: frequency mode");
+	}
+}
+
 static void expect_bad(const char *spec, const char *must_say)
 {
 	struct event_list l = {};
@@ -172,6 +208,7 @@ int main(void)
 	RUN(test_cache_events);
 	RUN(test_raw_and_modifiers);
 	RUN(test_periods);
+	RUN(test_software_events);
 	RUN(test_bad);
 	RUN(test_output_names);
 	UNIT_EXIT();
