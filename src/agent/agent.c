@@ -467,6 +467,7 @@ static int agent__setup(struct agent *a)
 	if (!err)
 		err = stream__new(&(struct stream_opts){ .on_process = symbolizer__on_process,
 							 .on_mapping = symbolizer__on_mapping,
+							 .map_gen_at = symbolizer__map_gen_at,
 							 .ctx = a->sym },
 				  &a->stream);
 	if (err)
@@ -474,6 +475,9 @@ static int agent__setup(struct agent *a)
 	opts__sampler_opts(o, &so);
 	so.on_record = (sampler_record_fn)stream__handle;
 	so.ctx = a->stream;
+	so.on_mapping = symbolizer__on_sideband_mapping;
+	so.on_mappings_lost = symbolizer__on_mappings_lost;
+	so.map_ctx = a->sym;
 	err = sampler__new(&so, &a->s);
 	if (err)
 		return err;

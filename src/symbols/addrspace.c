@@ -388,7 +388,7 @@ void addrspace__refresh(struct addrspace *as)
 
 /* The path of a mapping just made: the map_files link while it is mapped,
  * else where a maps read saw it. */
-static char *mapping_path(const struct proc *p, const struct procmap *m)
+static char *mapping_path(const struct proc *p, const struct procmap *m, const char *seen)
 {
 	char link[96], buf[4096];
 	ssize_t n;
@@ -402,6 +402,8 @@ static char *mapping_path(const struct proc *p, const struct procmap *m)
 			buf[n - 10] = 0;
 		return strdup(buf);
 	}
+	if (seen && seen[0] == '/')
+		return strdup(seen); /* filecache checks the inode */
 	for (const struct snapshot *s = p->snaps; s; s = s->older)
 		for (size_t i = 0; i < s->maps->nr; i++)
 			if (s->maps->maps[i].path && same_mapping(&s->maps->maps[i], m))
@@ -446,7 +448,7 @@ void addrspace__note_mapping(struct addrspace *as, int pid, const struct as_mapp
 		return;
 	if (!ev.exec) {
 		as->stats.mappings++;
-		ev.m.path = mapping_path(p, &ev.m);
+		ev.m.path = mapping_path(p, &ev.m, am->path);
 		if (ev.m.path)
 			ev.file = filecache__open(as->fc, pid, &ev.m);
 		if (!ev.file || !ev.file->st) {
@@ -460,6 +462,43 @@ void addrspace__note_mapping(struct addrspace *as, int pid, const struct as_mapp
 	if (add_event(p, &ev)) {
 		free(ev.m.path);
 		filecache__put(as->fc, ev.file);
+	}
+}
+
+uint32_t addrspace__gen_at(const struct addrspace *as, int pid, uint32_t gen, uint64_t time_ns)
+{
+	const struct proc *p = find_proc(as, pid);
+	uint32_t at = gen;
+
+	if (!p)
+		return gen;
+	/* Events are sorted by gen. An exec's gen is taken as it happens, so
+	 * one after gen came after the sample: what follows it is of a later
+	 * image. */
+	for (size_t i = 0; i < p->nr_events; i++) {
+		const struct mapevent *e = &p->events[i];
+
+		if (e->gen <= gen)
+			continue;
+		if (e->exec)
+			break;
+		if (e->time_ns <= time_ns)
+			at = e->gen;
+	}
+	return at;
+}
+
+void addrspace__mappings_lost(struct addrspace *as)
+{
+	void *val;
+
+	for (size_t i = 0; hashmap__next(as->procs, &i, NULL, &val);) {
+		struct proc *p = val;
+
+		if (!p->gone && !p->dirty) {
+			p->dirty = true;
+			as->stats.reread_after_loss++;
+		}
 	}
 }
 
@@ -514,21 +553,29 @@ static bool image_at(const struct proc *p, uint64_t mm, uint32_t gen, uint64_t e
 	return true;
 }
 
-/* The mapping of snapshot s that covers addr, if it was there at gen. */
+/* The mapping of snapshot s that covers addr, if it was there at gen
+ * (unless !strict: if it was there at all). */
 static bool find_read(const struct proc *p, const struct snapshot *s, uint32_t gen,
-		      uint64_t exec_mm, uint64_t addr, struct as_hit *hit)
+		      uint64_t exec_mm, uint64_t addr, bool strict, struct as_hit *hit)
 {
 	const struct procmap *m = procmaps__find(s->maps, addr);
 
-	if (!m || !image_at(p, s->mm, gen, exec_mm) || made_after(p, s, m, gen))
+	if (!m || !image_at(p, s->mm, gen, exec_mm) || (strict && made_after(p, s, m, gen)))
 		return false;
 	hit->m = m;
 	hit->file = s->files[m - s->maps->maps];
 	return true;
 }
 
-/* What p had mapped at addr at gen: followed mappings first (they are
- * newer than any maps read), then the maps read from /proc. */
+/*
+ * What p had mapped at addr at gen: followed mappings first (they are
+ * newer than any maps read), then the maps read from /proc. A mapping the
+ * side-band brought gets its gen when the loader reads it, so a sample
+ * taken just after the mapping was made may carry the gen before it: when
+ * nothing that was there at gen covers addr, a mapping made after gen that
+ * does is the best answer (samples of a library dlopen'ed where none was,
+ * ld.so's early work after exec), never [unmapped].
+ */
 static bool find_own(const struct proc *p, uint32_t gen, uint64_t addr, struct as_hit *hit)
 {
 	uint64_t exec_mm;
@@ -539,9 +586,10 @@ static bool find_own(const struct proc *p, uint32_t gen, uint64_t addr, struct a
 		hit->file = e->file;
 		return true;
 	}
-	for (const struct snapshot *s = p->snaps; s; s = s->older)
-		if (find_read(p, s, gen, exec_mm, addr, hit))
-			return true;
+	for (int strict = 1; strict >= 0; strict--)
+		for (const struct snapshot *s = p->snaps; s; s = s->older)
+			if (find_read(p, s, gen, exec_mm, addr, strict, hit))
+				return true;
 	return false;
 }
 
