@@ -58,6 +58,7 @@ struct proc {
 	bool refreshed;		 /* maps re-read once after a miss */
 	unsigned int gone;	 /* sweeps that found it exited */
 	bool queued;		 /* in addrspace.announced */
+	uint64_t lost_ns;	 /* side-band records were last lost then */
 	struct mapevent *events; /* followed mappings, sorted by gen */
 	size_t nr_events, cap_events;
 };
@@ -490,16 +491,43 @@ uint32_t addrspace__gen_at(const struct addrspace *as, int pid, uint32_t gen, ui
 
 void addrspace__mappings_lost(struct addrspace *as)
 {
+	uint64_t now = now_ns();
 	void *val;
 
 	for (size_t i = 0; hashmap__next(as->procs, &i, NULL, &val);) {
 		struct proc *p = val;
 
-		if (!p->gone && !p->dirty) {
+		if (p->gone)
+			continue;
+		p->lost_ns = now;
+		if (!p->dirty) {
 			p->dirty = true;
 			as->stats.reread_after_loss++;
 		}
 	}
+}
+
+/* Side-band records were lost after e was made: e may have been unmapped
+ * and replaced unseen. A maps read since the loss that shows another
+ * mapping at addr wins (for every sample of e's gen or later: which of
+ * them came after the replacement is not known). */
+static bool replaced_unseen(const struct proc *p, const struct mapevent *e, uint64_t addr,
+			    struct as_hit *hit)
+{
+	if (p->lost_ns <= e->time_ns)
+		return false;
+	for (const struct snapshot *s = p->snaps; s && s->read_ns > p->lost_ns; s = s->older) {
+		const struct procmap *m = procmaps__find(s->maps, addr);
+
+		if (!m)
+			continue;
+		if (same_mapping(m, &e->m))
+			return false;
+		hit->m = m;
+		hit->file = s->files[m - s->maps->maps];
+		return true;
+	}
+	return false;
 }
 
 /* The newest followed mapping of p made at or before gen that covers addr,
@@ -581,6 +609,8 @@ static bool find_own(const struct proc *p, uint32_t gen, uint64_t addr, struct a
 	uint64_t exec_mm;
 	const struct mapevent *e = find_followed(p, gen, addr, &exec_mm);
 
+	if (e && replaced_unseen(p, e, addr, hit))
+		return true;
 	if (e) {
 		hit->m = &e->m;
 		hit->file = e->file;

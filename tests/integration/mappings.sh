@@ -102,3 +102,25 @@ if [ $rc -eq 0 ] && [ "$progs" -eq 1 ] && grep -q ' 0 executable mappings follow
 else
 	fail "--no-follow-mappings" "exit $rc, $progs on_exec programs loaded (want 1: the other run's): $(tail -2 "$TMP/nofollow.err")"
 fi
+
+# 5. The side-band ring overflows (4 KiB per CPU, a slow reader, 20000
+# mappings in ~60 ms): the loss is counted, and the library mapped after
+# the storm is still named, from the maps read again after the loss (not
+# after a storm mapping that lay at the same address).
+for mode in aggregate stream; do
+	f=$TMP/storm-$mode.folded
+	"$BPFS" -F 999 --mode "$mode" --sideband-size 4K --debug-reader-delay 50 -o "$f" \
+		-- "$W/mapstorm" 20000 1 2>"$f.err" ||
+		fail "side-band overflow ($mode) run" "$(tail -3 "$f.err")"
+	lost=$(grep -oE 'side-band: [0-9]+ mapping records lost' "$f.err" | grep -oE '[0-9]+')
+	if [ -n "$lost" ] && [ "$lost" -gt 0 ] && grep -q 'raise --sideband-size' "$f.err"; then
+		pass "side-band overflow ($mode): $lost lost records counted, the fix named"
+	else
+		fail "side-band overflow ($mode): lost records counted" "$(cat "$f.err")"
+	fi
+	all=$(samples_matching "$f" '^mapstorm;.*;main;run_lib;')
+	n=$(samples_matching "$f" '^mapstorm;.*;main;run_lib;lib_spin(;|$)')
+	[ "$all" -gt 500 ] || fail "side-band overflow ($mode): enough samples in run_lib" "$all"
+	within "side-band overflow ($mode): lib_spin named after the loss ($n of $all)" \
+		"$(awk -v a="$n" -v t="$all" 'BEGIN { printf "%.4f", t ? a / t : 0 }')" 1 0.02
+done
