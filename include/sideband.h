@@ -38,6 +38,7 @@ struct sideband_opts {
 	sideband_mapping_fn on_mapping;
 	sideband_lost_fn on_lost; /* may be NULL */
 	void *ctx;
+	bool no_events; /* tests: no perf events, records come by sideband__feed */
 };
 
 struct sideband_stats {
@@ -56,6 +57,10 @@ struct sideband;
 int sideband__new(const struct sideband_opts *o, struct sideband **out);
 /* Readable when a ring has records (each record wakes it up). */
 int sideband__epoll_fd(const struct sideband *sb);
+/* One record, as the kernel wrote it (whole, with its sample_id): kept
+ * until the end of the drain. */
+struct perf_event_header;
+void sideband__feed(struct sideband *sb, const struct perf_event_header *h);
 /* Drains every ring, then hands the mappings on in time order. */
 int sideband__consume(struct sideband *sb);
 void sideband__stats(const struct sideband *sb, struct sideband_stats *out);

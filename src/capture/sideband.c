@@ -175,9 +175,8 @@ static int keep_exec(struct sideband *sb, const struct perf_event_header *h)
 	return 0;
 }
 
-static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *h)
+void sideband__feed(struct sideband *sb, const struct perf_event_header *h)
 {
-	struct sideband *sb = ctx;
 	const struct rec_lost *l = (const void *)h;
 
 	switch (h->type) {
@@ -196,6 +195,11 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 		}
 		break;
 	}
+}
+
+static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *h)
+{
+	sideband__feed(ctx, h);
 	return LIBBPF_PERF_EVENT_CONT;
 }
 
@@ -251,7 +255,7 @@ static void dispatch(struct sideband *sb)
 
 int sideband__consume(struct sideband *sb)
 {
-	int err = perf_buffer__consume(sb->pb);
+	int err = sb->pb ? perf_buffer__consume(sb->pb) : 0;
 
 	if (sb->items.nr)
 		dispatch(sb);
@@ -260,7 +264,7 @@ int sideband__consume(struct sideband *sb)
 
 int sideband__epoll_fd(const struct sideband *sb)
 {
-	return perf_buffer__epoll_fd(sb->pb);
+	return sb->pb ? perf_buffer__epoll_fd(sb->pb) : -EINVAL;
 }
 
 void sideband__stats(const struct sideband *sb, struct sideband_stats *out)
@@ -278,13 +282,18 @@ int sideband__new(const struct sideband_opts *o, struct sideband **out)
 
 	if (ncpu < 0)
 		return ncpu;
-	if (!o->on_mapping || o->size < page || (o->size & (o->size - 1)))
+	if (!o->on_mapping || (!o->no_events && (o->size < page || (o->size & (o->size - 1)))))
 		return -EINVAL;
 	sb = calloc(1, sizeof(*sb));
 	if (!sb)
 		return -ENOMEM;
 	sb->opts = *o;
 	sb->items = VEC_INIT(struct item);
+	sb->map_fd = -1;
+	if (o->no_events) {
+		*out = sb;
+		return 0;
+	}
 	sb->map_fd = bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, "bpfs_sideband", sizeof(int),
 				    sizeof(int), ncpu, NULL);
 	if (sb->map_fd < 0) {
