@@ -241,10 +241,12 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->epfd = -1;
 	s->opts = *o;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0) {
 		err = -errno;
+		p_err("cannot create the rings' epoll set: %s", strerror(-err));
 		goto err_free;
 	}
 	s->nr_rings = libbpf_num_possible_cpus();
@@ -608,7 +610,7 @@ void sampler__free(struct sampler *s)
 	perf_events__free(s->events); /* closes only fds never handed over */
 	ring_buffer__free(s->ring);
 	sideband__free(s->sb);
-	if (s->epfd > 0)
+	if (s->epfd >= 0)
 		close(s->epfd);
 	for (int i = 0; s->ring_fds && i < s->nr_rings; i++)
 		if (s->ring_fds[i] >= 0)
