@@ -387,24 +387,33 @@ void addrspace__refresh(struct addrspace *as)
 	}
 }
 
-/* The path of a mapping just made: the map_files link while it is mapped,
- * else where a maps read saw it. */
+/* " (deleted)" ends the name of a file unlinked while mapped. */
+static char *undeleted(const char *path, size_t n)
+{
+	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
+		n -= 10;
+	return strndup(path, n);
+}
+
+/* The path of a mapping just made: as the kernel named it in the record
+ * (the side-band's mmap2), else the map_files link while it is mapped (it
+ * takes the process's mmap lock, which a process mapping in a loop then
+ * waits for), else where a maps read saw it. filecache checks the inode
+ * of whatever path it opens. */
 static char *mapping_path(const struct proc *p, const struct procmap *m, const char *seen)
 {
 	char link[96], buf[4096];
 	ssize_t n;
 
+	if (seen && seen[0] == '/')
+		return undeleted(seen, strlen(seen));
 	snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start,
 		 m->end);
 	n = readlink(link, buf, sizeof(buf) - 1);
 	if (n > 0) {
 		buf[n] = 0;
-		if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
-			buf[n - 10] = 0;
-		return strdup(buf);
+		return undeleted(buf, n);
 	}
-	if (seen && seen[0] == '/')
-		return strdup(seen); /* filecache checks the inode */
 	for (const struct snapshot *s = p->snaps; s; s = s->older)
 		for (size_t i = 0; i < s->maps->nr; i++)
 			if (s->maps->maps[i].path && same_mapping(&s->maps->maps[i], m))
