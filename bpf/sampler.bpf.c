@@ -120,7 +120,7 @@ struct {
 	__type(value, __u32);
 } mapgens SEC(".maps");
 
-/* Follow executable file mappings as they are made (on_mmap is loaded). */
+/* Follow mapping changes (on_exec is loaded; the loader reads mmap2). */
 const volatile bool track_maps = false;
 /* The generation counter shared by every process: gens only rise. */
 __u64 map_gen_seq = 0; /* 64-bit: clang 14 has no 32-bit fetch-and-add for BPF v1 */
@@ -966,41 +966,15 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 }
 
 /*
- * Executable file mappings as they are made, so that each sample is named
- * after the mappings live when it was taken (dlclose then dlopen at the same
- * address, exec). This kernel offers neither fentry nor kprobes on the
- * kernel's own mmap hook (perf_event_mmap), so: the mmap system call's exit
- * (ld.so and dlopen map every library with it; the mapping is looked up
- * with bpf_find_vma, which takes the mmap lock by trylock), and exec, whose
- * image is read from /proc as before. The mapping takes the next gen; the
- * process's samples from now on carry it.
+ * Mapping generations, so that each sample is named after the mappings live
+ * when it was taken (dlclose then dlopen at the same address, exec). The
+ * loader follows file mappings from perf's side-band records (a dummy event
+ * with mmap2: no cost on any system call) and takes their gens from
+ * map_gen_seq itself; an exec is caught here, where it happens, so the
+ * first sample of the new image already carries its gen. The process's
+ * samples from now on carry it.
  */
-#define VM_EXEC 0x00000004UL
-
-struct found_vma {
-	__u64 start, end, pgoff, dev, ino;
-	bool exec_file;
-};
-
-static long read_vma(struct task_struct *task, struct vm_area_struct *vma, void *data)
-{
-	struct found_vma *f = data;
-	struct inode *inode;
-
-	if (!(vma->vm_flags & VM_EXEC) || !vma->vm_file)
-		return 0; /* anonymous (JIT code: perf maps) or not code */
-	inode = vma->vm_file->f_inode;
-	f->start = vma->vm_start;
-	f->end = vma->vm_end;
-	f->pgoff = vma->vm_pgoff << 12;
-	f->dev = inode->i_sb->s_dev;
-	f->ino = inode->i_ino;
-	f->exec_file = true;
-	return 0;
-}
-
-static __always_inline void send_mapping(__u32 pid, const struct found_vma *f, __u32 flags,
-					 __u64 mm)
+static __always_inline void send_exec(__u32 pid, __u64 mm)
 {
 	__u32 gen = (__u32)(__sync_fetch_and_add(&map_gen_seq, 1) + 1);
 	struct bpfs_rec_map *rec;
@@ -1014,25 +988,22 @@ static __always_inline void send_mapping(__u32 pid, const struct found_vma *f, _
 		return;
 	}
 	rec->time_ns = bpf_ktime_get_ns();
-	rec->start = f->start;
-	rec->end = f->end;
-	rec->pgoff = f->pgoff;
-	rec->dev = f->dev;
-	rec->ino = f->ino;
+	rec->start = 0;
+	rec->end = 0;
+	rec->pgoff = 0;
+	rec->dev = 0;
+	rec->ino = 0;
 	rec->mm = mm;
 	rec->pid = pid;
 	rec->gen = gen;
-	rec->flags = flags;
+	rec->flags = BPFS_MAP_F_EXEC;
 	rec->pad = 0;
-	/* A file mapping wakes the loader now: it opens the file while it is
-	 * mapped. An exec carries no file (its image is read from /proc after
-	 * the process is announced, which wakes the loader itself), so it
-	 * waits for the next drain: a third of the agent's wake-ups under
-	 * churn (docs/design.md, "Symbols"). */
-	if (flags & BPFS_MAP_F_EXEC)
-		rec_submit(ring, rec);
-	else
-		bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
+	/* An exec carries no file (its image is read from /proc after the
+	 * process is announced, which wakes the loader itself; file mappings
+	 * come through the side-band), so it waits for the next drain: a
+	 * third of the agent's wake-ups under churn (docs/design.md,
+	 * "Symbols"). */
+	rec_submit(ring, rec);
 }
 
 /* Mappings are per process: -t selects threads, so follow every process. */
@@ -1041,26 +1012,6 @@ static __always_inline bool follow_process(__u32 pid)
 	if (pid == loader_pid)
 		return false;
 	return filter_mode != BPFS_FILTER_TGID || bpf_map_lookup_elem(&filter, &pid);
-}
-
-SEC("tracepoint/syscalls/sys_exit_mmap")
-int on_mmap(struct trace_event_raw_sys_exit *ctx)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 pid = bpf_get_current_pid_tgid() >> 32;
-	struct found_vma f = {};
-	long addr = ctx->ret;
-
-	if ((unsigned long)addr >= (unsigned long)-4095L || !follow_process(pid))
-		return 0;
-	if (bpf_find_vma(task, addr, read_vma, &f, 0)) {
-		/* mmap lock contended: the maps read from /proc decide */
-		stat_inc_global(BPFS_STAT_MAP_UNREAD);
-		return 0;
-	}
-	if (f.exec_file)
-		send_mapping(pid, &f, 0, (__u64)task->mm);
-	return 0;
 }
 
 /* With -- command: the command's process is selected from its exec on;
@@ -1082,9 +1033,8 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 pid = task->tgid;
-	struct found_vma none = {};
 
 	if (follow_process(pid))
-		send_mapping(pid, &none, BPFS_MAP_F_EXEC, (__u64)task->mm);
+		send_exec(pid, (__u64)task->mm);
 	return 0;
 }

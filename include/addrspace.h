@@ -32,6 +32,8 @@ struct as_mapping {
 	uint64_t pgoff;
 	uint64_t dev;	/* the kernel's encoding: major << 20 | minor */
 	uint64_t ino;
+	const char *path; /* as the kernel named it, or NULL; used while the
+			   * call runs, when map_files cannot say */
 };
 
 /* Where an address was. */
@@ -47,6 +49,7 @@ struct addrspace_stats {
 	uint64_t mappings_unopened; /* of which the file could not be read */
 	uint64_t released;	    /* processes forgotten after they exited */
 	uint64_t live;		    /* processes known (after the last sweep) */
+	uint64_t reread_after_loss; /* maps re-read as side-band records were lost */
 };
 
 typedef void (*addrspace_gone_fn)(void *ctx, int pid);
@@ -70,6 +73,15 @@ void addrspace__read_announced(struct addrspace *as);
 /* Process pid mapped a file executable, or exec'd. The file is opened now,
  * while it is mapped. */
 void addrspace__note_mapping(struct addrspace *as, int pid, const struct as_mapping *am);
+/* The gen a sample of pid taken at time_ns (CLOCK_MONOTONIC) should have
+ * carried: gen, or a followed mapping's made before the sample but given its
+ * gen after it (the loader gives side-band mappings theirs as it reads
+ * them). Stream mode, where samples have a time. */
+uint32_t addrspace__gen_at(const struct addrspace *as, int pid, uint32_t gen, uint64_t time_ns);
+/* Side-band records were lost: mappings made meanwhile were not followed.
+ * Every live process's maps are read again at the next refresh, so the
+ * samples after the lost mappings are named from /proc. */
+void addrspace__mappings_lost(struct addrspace *as);
 /* Re-reads the mappings of processes announced since their last read (call
  * every few hundred ms while sampling, and once at the end). */
 void addrspace__refresh(struct addrspace *as);

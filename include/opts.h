@@ -21,6 +21,8 @@ struct writer;
  * asserts it) */
 #define BPFS_MAX_DEPTH_OPT 1024
 #define OPTS_DEFAULT_RING_SIZE (1U << 20)
+/* mmap2 records are ~100 bytes: 2600 mappings between two drains */
+#define OPTS_DEFAULT_SIDEBAND_SIZE (256U << 10)
 #define OPTS_DEFAULT_TOP 20
 #define OPTS_MAX_FORMATS 8
 /* The highest CPU number -C takes: Linux's NR_CPUS is at most 8192. */
@@ -94,6 +96,7 @@ struct opts {
 	unsigned int stack_id_bits; /* --debug-stack-id-bits (tests only) */
 	unsigned int ring_size;	 /* --ring-size, bytes per CPU */
 	bool ring_size_set;	 /* given: the agent keeps it */
+	unsigned int sideband_size; /* --sideband-size, bytes per CPU */
 	unsigned int reader_delay_ms; /* --debug-reader-delay (tests only) */
 	enum opts_mode mode;	 /* --mode */
 	const struct writer *format; /* --format (writer.h): the first one */

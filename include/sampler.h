@@ -17,9 +17,15 @@
 
 struct int_list;
 struct event_list;
+struct sideband_mapping;
+struct sideband_stats;
 
 /* Every record of every CPU's ring, as it is drained. */
 typedef int (*sampler_record_fn)(void *ctx, const void *data, size_t size);
+/* A file mapping a process made, and the gen its samples carry from now on. */
+typedef void (*sampler_mapping_fn)(void *ctx, const struct sideband_mapping *m, uint32_t gen);
+/* n side-band records lost: mappings made meanwhile were not seen. */
+typedef void (*sampler_lost_fn)(void *ctx, uint64_t n);
 typedef int (*sampler_count_fn)(void *ctx, const struct bpfs_count_key *key,
 				const struct bpfs_count_val *val);
 
@@ -38,7 +44,12 @@ struct sampler_opts {
 	bool completion;	 /* finish walks at return to user space, if
 				  * the kernel can (features__has_task_work) */
 	bool follow_mappings;	 /* follow mmap and exec, if the kernel can
-				  * (features__has_mmap_tracking) */
+				  * (features__has_mmap_tracking) and
+				  * on_mapping is set */
+	unsigned int sideband_size;	 /* side-band ring per CPU, bytes */
+	sampler_mapping_fn on_mapping;	 /* file mappings, in time order */
+	sampler_lost_fn on_mappings_lost; /* may be NULL */
+	void *map_ctx;
 	unsigned int map_entries;
 	unsigned int stack_entries;
 	unsigned int stack_id_bits;	 /* testing aid: 0 = full 64-bit ids */
@@ -73,8 +84,12 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out);
 int sampler__add_filter(struct sampler *s, uint32_t id, bool after_exec);
 int sampler__start(struct sampler *s);
 /* Whether executable mappings are followed as they are made (after start):
- * BPFS_REC_MAP records come, and samples carry their process's map_gen. */
+ * on_mapping is called for file mappings, BPFS_REC_MAP records come for
+ * execs, and samples carry their process's map_gen. */
 bool sampler__tracks_mappings(const struct sampler *s);
+/* The side-band's counters; false when mappings are not followed. */
+bool sampler__sideband_stats(const struct sampler *s, struct sideband_stats *out,
+			     uint64_t *mapgens_failed);
 /* Drains pending notifications, waiting up to timeout_ms. Returns >= 0, or
  * -errno (an interrupted wait returns 0). */
 int sampler__poll(struct sampler *s, int timeout_ms);

@@ -26,6 +26,9 @@ typedef void (*stream_process_fn)(void *ctx, uint32_t pid, uint32_t ppid, uint64
 typedef void (*stream_mapping_fn)(void *ctx, const struct bpfs_rec_map *r);
 /* Where segments missing from the stream are looked up (the BPF map).
  * Returns 0 and fills out, or -ENOENT. */
+/* The gen a sample of pid taken at time_ns names its frames after
+ * (symbolizer__map_gen_at). */
+typedef uint32_t (*stream_gen_fn)(void *ctx, uint32_t pid, uint32_t gen, uint64_t time_ns);
 typedef int (*stream_fallback_fn)(void *ctx, uint64_t id, struct bpfs_stack *out);
 typedef int (*stream_count_fn)(void *ctx, const struct bpfs_count_key *key,
 			       const struct bpfs_count_val *val);
@@ -34,12 +37,14 @@ struct stream_opts {
 	bool keep_samples;	       /* for --format samples */
 	stream_process_fn on_process;  /* may be NULL */
 	stream_mapping_fn on_mapping;  /* may be NULL */
+	stream_gen_fn map_gen_at;      /* may be NULL */
 	void *ctx;
 };
 
 struct stream_stats {
 	uint64_t records;	/* well-formed records handled */
 	uint64_t samples;	/* sample records */
+	uint64_t gens_by_time;	/* samples given a later mapping gen by time */
 	uint64_t stack_records; /* stack records */
 	uint64_t duplicate_stacks; /* stack records for an id already known */
 	uint64_t conflicting_stacks; /* same id, other frames: kept the first */

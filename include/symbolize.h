@@ -35,6 +35,7 @@ struct symbolizer_stats {
 	uint64_t symtab_bytes;	/* memory of the symbol tables held */
 	uint64_t mappings;	/* executable mappings followed as made */
 	uint64_t mappings_unopened; /* of which the file could not be read */
+	uint64_t reread_after_loss; /* maps re-read as side-band records were lost */
 	uint64_t procs_live;	/* processes known now */
 	uint64_t procs_released; /* forgotten after they exited */
 	uint64_t files_held;	/* files held now */
@@ -73,6 +74,13 @@ struct bpfs_rec_map;
 void symbolizer__on_process(void *sym, uint32_t pid, uint32_t ppid, uint64_t mm,
 			    const char *comm);
 void symbolizer__on_mapping(void *sym, const struct bpfs_rec_map *r);
+/* The sampler's side-band callbacks (sampler.h: on_mapping,
+ * on_mappings_lost, map_ctx = the symbolizer). */
+struct sideband_mapping;
+void symbolizer__on_sideband_mapping(void *sym, const struct sideband_mapping *m, uint32_t gen);
+void symbolizer__on_mappings_lost(void *sym, uint64_t n);
+/* The stream's map_gen_at (addrspace__gen_at). */
+uint32_t symbolizer__map_gen_at(void *sym, uint32_t pid, uint32_t gen, uint64_t time_ns);
 void symbolizer__set_tracking(struct symbolizer *sym, bool on);
 /* Reads the processes announced since (addrspace__read_announced): after
  * every drain of the rings. */

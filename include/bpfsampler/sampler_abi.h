@@ -62,9 +62,8 @@ enum bpfs_stat {
 	BPFS_STAT_STACK_RECS_LOST,   /* of which stack records (kept in `stacks`) */
 	BPFS_STAT_NOTIFY_LOST,	     /* new-key notification dropped */
 	BPFS_STAT_FOLLOW_FULL,	     /* forked child not followed: `filter` full */
-	BPFS_STAT_MAP_RECS_LOST,     /* mapping record not reserved: a sample
-				      * may be named after an older mapping */
-	BPFS_STAT_MAP_UNREAD,	     /* a new mapping not read: mmap lock busy */
+	BPFS_STAT_MAP_RECS_LOST,     /* exec record not reserved: a sample
+				      * may be named after the older image */
 	BPFS_STAT_NR,
 };
 
@@ -133,8 +132,8 @@ enum bpfs_rec_type {
 	BPFS_REC_STACK = 3,   /* the continuation: one new stack segment */
 	BPFS_REC_COMPLETE = 4, /* a thread's whole user stack, walked at return
 				* to user space: completes its pending samples */
-	BPFS_REC_MAP = 5,     /* a process mapped a file executable: what is
-			       * at [start, end) from this gen on */
+	BPFS_REC_MAP = 5,     /* a process exec'd: its mappings before this
+			       * gen are gone */
 };
 
 struct bpfs_rec_hdr {
@@ -179,11 +178,12 @@ struct bpfs_rec_complete {
 	__u32 pad;
 };
 
-/* Sent when a process maps a file executable (mmap: ld.so, dlopen) or
- * execs (BPFS_MAP_F_EXEC: every mapping before this gen is gone), with a
- * wake-up: the loader opens the file through /proc/PID/map_files while it
- * is mapped. gen is taken from one counter for all processes, so it only
- * rises; the process's later samples carry it. */
+/* Sent when a process execs (BPFS_MAP_F_EXEC: every mapping before this
+ * gen is gone), with a wake-up: the loader reads the new image's maps.
+ * File mappings come from perf's side-band mmap2 records, which the loader
+ * reads itself (src/capture/sideband.c) and gives gens from the same
+ * counter (map_gen_seq), so gens only rise; the process's later samples
+ * carry the newest. */
 enum bpfs_map_flags {
 	BPFS_MAP_F_EXEC = 1 << 0, /* start..ino unset; mm is the new image's */
 };

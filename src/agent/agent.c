@@ -30,6 +30,7 @@
 #include "report.h"
 #include "sampler.h"
 #include "service.h"
+#include "sideband.h"
 #include "spool.h"
 #include "stream.h"
 #include "symbolize.h"
@@ -74,6 +75,7 @@ struct agent {
 	struct metrics_server *server;
 	const char *own_service; /* where lost samples go: our own series */
 	struct sampler_stats last; /* stats at the last window's close */
+	uint64_t sideband_lost;	   /* side-band records lost, at the last close */
 	uint64_t from_unix_ns;	   /* the open window: [from, until) */
 	uint64_t until_unix_ns;
 	uint64_t until_mono_ns;
@@ -333,6 +335,20 @@ static int forget(struct agent *a)
 	return err;
 }
 
+/* Mappings missed this window (the side-band's perf ring was full): the
+ * processes' maps were read again, but say so. */
+static void warn_sideband_lost(struct agent *a)
+{
+	struct sideband_stats sb;
+	uint64_t failed;
+
+	if (!sampler__sideband_stats(a->s, &sb, &failed) || sb.lost == a->sideband_lost)
+		return;
+	p_warn("%" PRIu64 " mapping records lost this window (side-band ring full): the maps "
+	       "were read again from /proc; raise --sideband-size", sb.lost - a->sideband_lost);
+	a->sideband_lost = sb.lost;
+}
+
 static uint64_t lost_since(const struct sampler_stats *now, const struct sampler_stats *last)
 {
 	uint64_t n = 0;
@@ -389,6 +405,7 @@ static int close_window(struct agent *a, uint64_t until_unix)
 	       stream__nr_segments(a->stream), a->metrics.rss_bytes / 1e6,
 	       mallinfo2().uordblks / 1e6, a->metrics.cpu_seconds);
 	a->last = st;
+	warn_sideband_lost(a);
 	a->from_unix_ns = a->until_unix_ns;
 	set_window_end(a, a->from_unix_ns);
 	if (!err)
@@ -506,6 +523,7 @@ static int agent__setup(struct agent *a)
 	if (!err)
 		err = stream__new(&(struct stream_opts){ .on_process = symbolizer__on_process,
 							 .on_mapping = symbolizer__on_mapping,
+							 .map_gen_at = symbolizer__map_gen_at,
 							 .ctx = a->sym },
 				  &a->stream);
 	if (err)
@@ -513,6 +531,9 @@ static int agent__setup(struct agent *a)
 	opts__sampler_opts(o, &so);
 	so.on_record = (sampler_record_fn)stream__handle;
 	so.ctx = a->stream;
+	so.on_mapping = symbolizer__on_sideband_mapping;
+	so.on_mappings_lost = symbolizer__on_mappings_lost;
+	so.map_ctx = a->sym;
 	err = sampler__new(&so, &a->s);
 	if (err)
 		return err;

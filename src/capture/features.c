@@ -4,8 +4,6 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -14,6 +12,7 @@
 #include <bpf/libbpf.h>
 
 #include "features.h"
+#include "sideband.h"
 #include "log.h"
 
 #ifndef CAP_PERFMON
@@ -172,36 +171,16 @@ bool features__has_task_work(void)
 	return has;
 }
 
-/* Whether tracefs shows this tracepoint. libbpf looks tracepoints up there
- * and does not mount it: mount it where the kernel expects it (as perf
- * does) when nothing is there yet. */
-static bool have_tracepoint(const char *rel)
-{
-	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
-	char path[256];
-	struct stat sb;
-
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-			snprintf(path, sizeof(path), "%s/events/%s", roots[i], rel);
-			if (!stat(path, &sb))
-				return true;
-		}
-		if (pass || mount("nodev", roots[0], "tracefs", 0, NULL))
-			break;
-	}
-	return false;
-}
-
 bool features__has_mmap_tracking(void)
 {
 	static int has = -1;
 
-	/* The mmap syscall's exit tracepoint (CONFIG_FTRACE_SYSCALLS) and
-	 * bpf_find_vma (Linux 5.17) to read the mapping it made. */
+	/* perf's side-band records (a dummy event with mmap2, Linux 3.16;
+	 * use_clockid, 4.1) for mappings, and the BTF raw tracepoint
+	 * sched_process_exec (tp_btf, 5.5) for execs: neither costs a system
+	 * call anything. */
 	if (has < 0)
-		has = have_tracepoint("syscalls/sys_exit_mmap") &&
-		      libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_find_vma, NULL) == 1;
+		has = sideband__supported() && have_btf();
 	return has;
 }
 
@@ -219,7 +198,7 @@ void features__print(FILE *f)
 		probe_perf_events() == 0 ? "yes" : "no");
 	fprintf(f, "task_work completion (6.18):      %s\n",
 		features__has_task_work() ? "yes" : "no (stacks cut by a fault stay marked)");
-	fprintf(f, "mapping changes (mmap, exec):     %s\n",
+	fprintf(f, "mapping changes (mmap2, exec):    %s\n",
 		features__has_mmap_tracking()
 			? "yes"
 			: "no (names from the mappings read, which a later dlopen can replace)");

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -15,6 +16,7 @@
 #include "int_list.h"
 #include "perf_events.h"
 #include "sampler.h"
+#include "sideband.h"
 #include "vec.h"
 #include "sampler.skel.h"
 
@@ -30,12 +32,15 @@ struct sampler {
 	struct perf_events *events;
 	struct bpf_link **links; /* one per perf event; each owns its event's fd */
 	struct ring_buffer *ring;
+	struct sideband *sb;	/* mmap2 records, when following mappings */
+	int epfd;		/* the rings' epoll fd and the side-band's */
 	int *ring_fds; /* one ring map per possible CPU; ours to close */
 	int nr_rings;
 	struct sampler_opts opts;
 	bool stopped;
 	pthread_t detacher;	/* detaching the followers, when detaching */
 	bool detaching;
+	uint64_t mapgens_failed; /* gens not stored (mapgens update failed) */
 };
 
 static int on_ring_record(void *ctx, void *data, size_t size)
@@ -63,7 +68,8 @@ static int configure(struct sampler *s)
 	skel->rodata->max_depth = o->max_depth;
 	skel->rodata->irq_depth = o->irq_depth ? o->irq_depth : o->max_depth;
 	skel->rodata->use_task_work = o->completion && features__has_task_work();
-	skel->rodata->track_maps = o->follow_mappings && features__has_mmap_tracking();
+	skel->rodata->track_maps = o->follow_mappings && features__has_mmap_tracking() &&
+				   o->on_mapping;
 	/* Measurement only: where each sample stops (docs/benchmarks.md). */
 	if (getenv("BPFS_DEBUG_CUT")) {
 		skel->rodata->debug_cut = atoi(getenv("BPFS_DEBUG_CUT"));
@@ -95,8 +101,6 @@ static int configure(struct sampler *s)
 		err = bpf_program__set_autoload(skel->progs.on_fork, o->follow_children);
 	if (!err)
 		err = bpf_program__set_autoload(skel->progs.on_command_exec, o->follow_children);
-	if (!err)
-		err = bpf_program__set_autoload(skel->progs.on_mmap, skel->rodata->track_maps);
 	if (!err)
 		err = bpf_program__set_autoload(skel->progs.on_exec, skel->rodata->track_maps);
 	return err;
@@ -181,6 +185,80 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
+/* The BPF rings and the side-band perf rings wake one epoll set. */
+static int watch_fd(struct sampler *s, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		int err = -errno;
+
+		p_err("cannot watch the rings (epoll): %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+/* Mappings are per process: -t selects threads, so every process's are
+ * followed; -p and -- command select processes. Never our own: reading our
+ * maps as they change would be a loop (see note_self). */
+static bool follow_process(struct sampler *s, uint32_t pid)
+{
+	__u8 state;
+
+	if (pid == (uint32_t)s->skel->rodata->loader_pid)
+		return false;
+	return s->opts.filter_mode != BPFS_FILTER_TGID ||
+	       !bpf_map__lookup_elem(s->skel->maps.filter, &pid, sizeof(pid), &state,
+				     sizeof(state), 0);
+}
+
+/*
+ * A file mapping from the side-band: it takes the next gen of the counter
+ * the BPF exec hook shares (in the mmap'ed .bss), and the process's samples
+ * carry it from now on. Samples taken between the mapping and this update
+ * carry the gen before (the reader is woken at every record; the lag is in
+ * the -v summary); in stream mode their time puts them right
+ * (stream_opts.map_gen_at).
+ */
+static void on_sideband_mapping(void *ctx, const struct sideband_mapping *m)
+{
+	struct sampler *s = ctx;
+	__u32 pid = m->pid, gen;
+
+	if (!follow_process(s, pid))
+		return;
+	gen = (__u32)__atomic_add_fetch(&s->skel->bss->map_gen_seq, 1, __ATOMIC_SEQ_CST);
+	if (bpf_map__update_elem(s->skel->maps.mapgens, &pid, sizeof(pid), &gen, sizeof(gen),
+				 BPF_ANY))
+		s->mapgens_failed++;
+	s->opts.on_mapping(s->opts.map_ctx, m, gen);
+}
+
+static void on_sideband_lost(void *ctx, uint64_t n)
+{
+	struct sampler *s = ctx;
+
+	if (s->opts.on_mappings_lost)
+		s->opts.on_mappings_lost(s->opts.map_ctx, n);
+}
+
+/* Opened before the exec hook and the sampling events: a mapping made once
+ * sampling runs is never missed unseen (a full ring is counted). */
+static int open_sideband(struct sampler *s)
+{
+	int err;
+
+	err = sideband__new(&(struct sideband_opts){ .size = s->opts.sideband_size,
+						     .on_mapping = on_sideband_mapping,
+						     .on_lost = on_sideband_lost,
+						     .ctx = s },
+			    &s->sb);
+	if (!err)
+		err = watch_fd(s, sideband__epoll_fd(s->sb));
+	return err;
+}
+
 int sampler__new(const struct sampler_opts *o, struct sampler **out)
 {
 	struct sampler *s;
@@ -190,7 +268,14 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->epfd = -1;
 	s->opts = *o;
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0) {
+		err = -errno;
+		p_err("cannot create the rings' epoll set: %s", strerror(-err));
+		goto err_free;
+	}
 	s->nr_rings = libbpf_num_possible_cpus();
 	if (s->nr_rings < 0) {
 		err = s->nr_rings;
@@ -219,6 +304,9 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out)
 		goto err_free;
 	}
 	err = install_rings(s);
+	if (err)
+		goto err_free;
+	err = watch_fd(s, ring_buffer__epoll_fd(s->ring));
 	if (err)
 		goto err_free;
 	if (o->filter_ids) {
@@ -269,19 +357,16 @@ int sampler__start(struct sampler *s)
 	/* Before the events: a sample must never carry a gen whose mapping
 	 * record was not sent. */
 	if (s->skel->rodata->track_maps) {
+		err = open_sideband(s);
+		if (err)
+			return err;
 		s->skel->links.on_exec = bpf_program__attach(s->skel->progs.on_exec);
-		if (s->skel->links.on_exec)
-			s->skel->links.on_mmap = bpf_program__attach(s->skel->progs.on_mmap);
-		if (!s->skel->links.on_mmap) {
+		if (!s->skel->links.on_exec) {
 			err = -errno;
-			/* both or neither: execs alone would move gens the
-			 * loader does not follow */
-			bpf_link__destroy(s->skel->links.on_exec);
-			s->skel->links.on_exec = NULL;
-			errno = -err;
-			p_warn("cannot follow mapping changes (tracepoints sys_exit_mmap, "
-			       "sched_process_exec: %s): frames are named after the mappings read "
-			       "from /proc", strerror(errno));
+			p_err("cannot attach to sched_process_exec to follow execs: %s; run with "
+			      "--no-follow-mappings to name frames after the mappings read from "
+			      "/proc", strerror(-err));
+			return err;
 		}
 	}
 	n = perf_events__nr(s->events);
@@ -313,17 +398,20 @@ int sampler__start(struct sampler *s)
 
 bool sampler__tracks_mappings(const struct sampler *s)
 {
-	return s->skel->links.on_mmap != NULL;
+	return s->sb && s->skel->links.on_exec;
 }
 
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
-	int n = ring_buffer__poll(s->ring, timeout_ms);
+	struct epoll_event evs[2];
+	int n = epoll_wait(s->epfd, evs, 2, timeout_ms);
 
-	if (n == -EINTR)
-		n = 0;
-	if (n < 0)
-		return n;
+	if (n < 0 && errno != EINTR)
+		return -errno;
+	/* Side-band first: a sample drained next, taken after a mapping the
+	 * side-band holds, finds that mapping known (stream mode). */
+	if (s->sb)
+		sideband__consume(s->sb);
 	/* Records are submitted without a wake-up until a ring is a quarter
 	 * full, so epoll may time out with data waiting: drain on the timer. */
 	return ring_buffer__consume(s->ring);
@@ -331,17 +419,16 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 
 /* Detaching a tracepoint program waits for an RCU grace period (80 ms
  * measured here, most of the time from the end of sampling to exit): the
- * programs that follow processes (mmap, exec, fork) are detached on a
+ * programs that follow processes (exec, fork) are detached on a
  * thread while the caller names the frames and writes the profile. */
 static void *detach_followers(void *arg)
 {
 	struct sampler_bpf *skel = arg;
 
-	bpf_link__destroy(skel->links.on_mmap);
 	bpf_link__destroy(skel->links.on_exec);
 	bpf_link__destroy(skel->links.on_fork);
 	bpf_link__destroy(skel->links.on_command_exec);
-	skel->links.on_mmap = skel->links.on_exec = skel->links.on_fork = NULL;
+	skel->links.on_exec = skel->links.on_fork = NULL;
 	skel->links.on_command_exec = NULL;
 	return NULL;
 }
@@ -355,6 +442,8 @@ int sampler__stop(struct sampler *s)
 	if (s->events)
 		err = perf_events__disable(s->events);
 	s->stopped = true;
+	if (s->sb)
+		sideband__consume(s->sb);
 	ring_buffer__consume(s->ring);
 	/* on failure the skeleton's destroy detaches them, waiting */
 	s->detaching = !pthread_create(&s->detacher, NULL, detach_followers, s->skel);
@@ -475,6 +564,16 @@ out:
 	return err;
 }
 
+bool sampler__sideband_stats(const struct sampler *s, struct sideband_stats *out,
+			     uint64_t *mapgens_failed)
+{
+	if (!s->sb)
+		return false;
+	sideband__stats(s->sb, out);
+	*mapgens_failed = s->mapgens_failed;
+	return true;
+}
+
 int sampler__final_seqs(struct sampler *s, uint64_t *seqs, int nr)
 {
 	__u32 zero = 0;
@@ -537,6 +636,9 @@ void sampler__free(struct sampler *s)
 	}
 	perf_events__free(s->events); /* closes only fds never handed over */
 	ring_buffer__free(s->ring);
+	sideband__free(s->sb);
+	if (s->epfd >= 0)
+		close(s->epfd);
 	for (int i = 0; s->ring_fds && i < s->nr_rings; i++)
 		if (s->ring_fds[i] >= 0)
 			close(s->ring_fds[i]);

@@ -263,8 +263,21 @@ static int keep_sample(struct stream *st, const struct bpfs_rec_sample *r)
 
 static int take_sample(struct stream *st, const struct bpfs_rec_sample *r)
 {
-	int err = count(st, r);
+	struct bpfs_rec_sample fixed;
+	__u32 gen = r->map_gen;
+	int err;
 
+	/* The sample's time names the mapping it ran in, when the loader
+	 * gave that mapping its gen after the sample was taken. */
+	if (st->opts.map_gen_at)
+		gen = st->opts.map_gen_at(st->opts.ctx, r->pid, r->map_gen, r->time_ns);
+	if (gen != r->map_gen) {
+		fixed = *r;
+		fixed.map_gen = gen;
+		r = &fixed;
+		st->stats.gens_by_time++;
+	}
+	err = count(st, r);
 	if (!err && st->opts.keep_samples)
 		err = keep_sample(st, r);
 	return err;

@@ -29,6 +29,7 @@
 #include "profile.h"
 #include "report.h"
 #include "sampler.h"
+#include "sideband.h"
 #include "stream.h"
 #include "symbolize.h"
 #include "vec.h"
@@ -360,6 +361,32 @@ static bool wants_lines(const struct opts *o)
 	return false;
 }
 
+/* Mappings followed from the side-band: always its losses, with -v the
+ * rest. */
+static void print_sideband(const struct run *r)
+{
+	struct symbolizer_stats ys;
+	struct sideband_stats sb;
+	uint64_t mapgens_failed;
+
+	if (!sampler__sideband_stats(r->s, &sb, &mapgens_failed))
+		return;
+	symbolizer__stats(r->sym, &ys);
+	if (sb.lost)
+		fprintf(stderr, "  side-band: %llu mapping records lost (perf ring full): the maps of "
+			"%llu processes were read again from /proc; raise --sideband-size\n",
+			(unsigned long long)sb.lost, (unsigned long long)ys.reread_after_loss);
+	if (mapgens_failed)
+		fprintf(stderr, "  side-band: %llu mapping generations not stored (mapgens full): "
+			"samples after them may be named after older mappings\n",
+			(unsigned long long)mapgens_failed);
+	if (r->o->verbose)
+		fprintf(stderr, "  side-band: %llu executable mappings followed, %llu of an image "
+			"left by exec skipped; longest wait for a generation %.2f ms\n",
+			(unsigned long long)sb.mappings, (unsigned long long)sb.stale,
+			sb.max_lag_ns / 1e6);
+}
+
 static void print_summary(const struct run *r)
 {
 	const struct opts *o = r->o;
@@ -367,6 +394,7 @@ static void print_summary(const struct run *r)
 
 	stream__stats(r->stream, &ss);
 	report__summary(stderr, &r->st, &r->rs, &ss, r->lines, r->duration_ns / 1e9);
+	print_sideband(r);
 	if (o->events.nr > 1 || !o->events.v[0].timer)
 		for (size_t ev = 0; ev < o->events.nr; ev++)
 			report__event_summary(stderr, o->events.v[ev].name, &r->st, ev,
@@ -429,6 +457,7 @@ static int run_setup(struct run *r)
 		err = stream__new(&(struct stream_opts){ .keep_samples = o->timed,
 							 .on_process = symbolizer__on_process,
 							 .on_mapping = symbolizer__on_mapping,
+							 .map_gen_at = symbolizer__map_gen_at,
 							 .ctx = r->sym },
 				  &r->stream);
 	if (!err && o->command)
@@ -438,6 +467,9 @@ static int run_setup(struct run *r)
 	opts__sampler_opts(o, &so);
 	so.on_record = on_record;
 	so.ctx = r->stream;
+	so.on_mapping = symbolizer__on_sideband_mapping;
+	so.on_mappings_lost = symbolizer__on_mappings_lost;
+	so.map_ctx = r->sym;
 	err = sampler__new(&so, &r->s);
 	/* the command is selected from its exec on: until then it is our
 	 * own forked child */

@@ -22,6 +22,7 @@ enum {
 	OPT_STACK_ENTRIES,
 	OPT_STACK_ID_BITS,
 	OPT_RING_SIZE,
+	OPT_SIDEBAND_SIZE,
 	OPT_MODE,
 	OPT_FORMAT,
 	OPT_READER_DELAY,
@@ -73,6 +74,7 @@ static const struct option long_opts[] = {
 	{ "stack-entries", required_argument, NULL, OPT_STACK_ENTRIES },
 	{ "debug-stack-id-bits", required_argument, NULL, OPT_STACK_ID_BITS },
 	{ "ring-size", required_argument, NULL, OPT_RING_SIZE },
+	{ "sideband-size", required_argument, NULL, OPT_SIDEBAND_SIZE },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "top", required_argument, NULL, OPT_TOP },
@@ -182,8 +184,9 @@ void opts__usage(FILE *f)
 "      --no-completion      never finish user stacks at return to user space:\n"
 "                           a walk cut by a fault stays cut, and marked\n"
 "      --no-follow-mappings name frames after the mappings read from /proc,\n"
-"                           not those live at each sample: saves the ~65 ns\n"
-"                           the mmap tracepoint adds to every system call\n"
+"                           not those live at each sample (followed from\n"
+"                           perf's mmap2 records): saves a record and a\n"
+"                           wake-up per executable mapping made\n"
 "      --weight WHAT        samples (default): counts are samples; period: counts\n"
 "                           are events (ns for the clocks, misses for\n"
 "                           cache-misses), scaled when the PMU multiplexes\n"
@@ -192,6 +195,8 @@ void opts__usage(FILE *f)
 "                           aggregate, see docs/design.md)\n"
 "      --ring-size BYTES    ring buffer per CPU, a power of 2 (K/M suffixes;\n"
 "                           default 1M; the agent: 256K up to -F 1000)\n"
+"      --sideband-size BYTES  perf ring per CPU for the mappings followed, a\n"
+"                           power of 2 from 4K (default 256K)\n"
 "      --map-entries N      distinct (thread, stack) counters kept in the\n"
 "                           kernel (default %d)\n"
 "      --stack-entries N    distinct stacks kept in the kernel (default %d)\n"
@@ -511,6 +516,12 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 		o->ring_size = v;
 		o->ring_size_set = true;
 		break;
+	case OPT_SIDEBAND_SIZE:
+		if (parse_size(arg, &v) || v < 4096 || v > (1UL << 30) || (v & (v - 1)))
+			return bad("--sideband-size", arg,
+				   "give a power of 2 from 4K to 1G bytes, e.g. 256K");
+		o->sideband_size = v;
+		break;
 	case OPT_IRQ_DEPTH:
 		if (parse_uint(arg, ULONG_MAX, &v) || v == 0 || v > BPFS_MAX_DEPTH_OPT)
 			return bad("--interrupt-depth", arg, "give a number of frames from 1 to 1024");
@@ -706,6 +717,7 @@ static void opts__init(struct opts *o)
 	o->map_entries = OPTS_DEFAULT_MAP_ENTRIES;
 	o->stack_entries = OPTS_DEFAULT_STACK_ENTRIES;
 	o->ring_size = OPTS_DEFAULT_RING_SIZE;
+	o->sideband_size = OPTS_DEFAULT_SIDEBAND_SIZE;
 }
 
 /* The events, once -F and -c are known. Several events need an output
@@ -960,5 +972,6 @@ void opts__sampler_opts(const struct opts *o, struct sampler_opts *so)
 		.stack_entries = o->stack_entries,
 		.stack_id_bits = o->stack_id_bits,
 		.ring_size = o->ring_size,
+		.sideband_size = o->sideband_size,
 	};
 }

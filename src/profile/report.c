@@ -414,10 +414,8 @@ static const char *const stat_names[BPFS_STAT_NR] = {
 	[BPFS_STAT_STACK_RECS_LOST] = "of them stack records (read from the map instead)",
 	[BPFS_STAT_NOTIFY_LOST] = "new-process notifications dropped",
 	[BPFS_STAT_FOLLOW_FULL] = "forked children not followed (filter full)",
-	[BPFS_STAT_MAP_RECS_LOST] = "mapping records not sent (ring full: samples after them "
-				    "may be named after older mappings; raise --ring-size)",
-	[BPFS_STAT_MAP_UNREAD] = "new mappings not read (mmap lock busy: samples after them "
-				 "may be named after older mappings)",
+	[BPFS_STAT_MAP_RECS_LOST] = "exec records not sent (ring full: samples after them "
+				    "may be named after the older image; raise --ring-size)",
 };
 
 static void print_group(FILE *f, const char *title, const struct sampler_stats *st,
@@ -491,7 +489,7 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 	else
 		fprintf(f, "  lost: 0\n");
 	print_group(f, "incomplete:", st, BPFS_STAT_USTACK_ERR, BPFS_STAT_KSTACK_TRUNC);
-	print_group(f, "other:", st, BPFS_STAT_STACK_RECS_LOST, BPFS_STAT_MAP_UNREAD);
+	print_group(f, "other:", st, BPFS_STAT_STACK_RECS_LOST, BPFS_STAT_MAP_RECS_LOST);
 	if (ss->gaps || v[BPFS_STAT_RECS_UNSENT])
 		fprintf(f, "  rings: %" PRIu64 " records not sent (ring full), %" PRIu64
 			" missing by sequence number%s\n",

@@ -59,6 +59,7 @@ struct proc {
 	bool refreshed;		 /* maps re-read once after a miss */
 	unsigned int gone;	 /* sweeps that found it exited */
 	bool queued;		 /* in addrspace.announced */
+	uint64_t lost_ns;	 /* side-band records were last lost then */
 	struct mapevent *events; /* followed mappings, sorted by gen */
 	size_t nr_events, cap_events;
 };
@@ -390,21 +391,32 @@ void addrspace__refresh(struct addrspace *as)
 	}
 }
 
-/* The path of a mapping just made: the map_files link while it is mapped,
- * else where a maps read saw it. */
-static char *mapping_path(const struct proc *p, const struct procmap *m)
+/* " (deleted)" ends the name of a file unlinked while mapped. */
+static char *undeleted(const char *path, size_t n)
+{
+	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
+		n -= 10;
+	return strndup(path, n);
+}
+
+/* The path of a mapping just made: as the kernel named it in the record
+ * (the side-band's mmap2), else the map_files link while it is mapped (it
+ * takes the process's mmap lock, which a process mapping in a loop then
+ * waits for), else where a maps read saw it. filecache checks the inode
+ * of whatever path it opens. */
+static char *mapping_path(const struct proc *p, const struct procmap *m, const char *seen)
 {
 	char link[96], buf[4096];
 	ssize_t n;
 
+	if (seen && seen[0] == '/')
+		return undeleted(seen, strlen(seen));
 	snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start,
 		 m->end);
 	n = readlink(link, buf, sizeof(buf) - 1);
 	if (n > 0) {
 		buf[n] = 0;
-		if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
-			buf[n - 10] = 0;
-		return strdup(buf);
+		return undeleted(buf, n);
 	}
 	for (const struct snapshot *s = p->snaps; s; s = s->older)
 		for (size_t i = 0; i < s->maps->nr; i++)
@@ -460,7 +472,7 @@ void addrspace__note_mapping(struct addrspace *as, int pid, const struct as_mapp
 				ev.file = NULL;
 			}
 		} else {
-			ev.m.path = mapping_path(p, &ev.m);
+			ev.m.path = mapping_path(p, &ev.m, am->path);
 			if (ev.m.path)
 				ev.file = filecache__open(as->fc, pid, &ev.m);
 		}
@@ -476,6 +488,70 @@ void addrspace__note_mapping(struct addrspace *as, int pid, const struct as_mapp
 		free(ev.m.path);
 		filecache__put(as->fc, ev.file);
 	}
+}
+
+uint32_t addrspace__gen_at(const struct addrspace *as, int pid, uint32_t gen, uint64_t time_ns)
+{
+	const struct proc *p = find_proc(as, pid);
+	uint32_t at = gen;
+
+	if (!p)
+		return gen;
+	/* Events are sorted by gen. An exec's gen is taken as it happens, so
+	 * one after gen came after the sample: what follows it is of a later
+	 * image. */
+	for (size_t i = 0; i < p->nr_events; i++) {
+		const struct mapevent *e = &p->events[i];
+
+		if (e->gen <= gen)
+			continue;
+		if (e->exec)
+			break;
+		if (e->time_ns <= time_ns)
+			at = e->gen;
+	}
+	return at;
+}
+
+void addrspace__mappings_lost(struct addrspace *as)
+{
+	uint64_t now = now_ns();
+	void *val;
+
+	for (size_t i = 0; hashmap__next(as->procs, &i, NULL, &val);) {
+		struct proc *p = val;
+
+		if (p->gone)
+			continue;
+		p->lost_ns = now;
+		if (!p->dirty) {
+			p->dirty = true;
+			as->stats.reread_after_loss++;
+		}
+	}
+}
+
+/* Side-band records were lost after e was made: e may have been unmapped
+ * and replaced unseen. A maps read since the loss that shows another
+ * mapping at addr wins (for every sample of e's gen or later: which of
+ * them came after the replacement is not known). */
+static bool replaced_unseen(const struct proc *p, const struct mapevent *e, uint64_t addr,
+			    struct as_hit *hit)
+{
+	if (p->lost_ns <= e->time_ns)
+		return false;
+	for (const struct snapshot *s = p->snaps; s && s->read_ns > p->lost_ns; s = s->older) {
+		const struct procmap *m = procmaps__find(s->maps, addr);
+
+		if (!m)
+			continue;
+		if (same_mapping(m, &e->m))
+			return false;
+		hit->m = m;
+		hit->file = s->files[m - s->maps->maps];
+		return true;
+	}
+	return false;
 }
 
 /* The newest followed mapping of p made at or before gen that covers addr,
@@ -529,34 +605,45 @@ static bool image_at(const struct proc *p, uint64_t mm, uint32_t gen, uint64_t e
 	return true;
 }
 
-/* The mapping of snapshot s that covers addr, if it was there at gen. */
+/* The mapping of snapshot s that covers addr, if it was there at gen
+ * (unless !strict: if it was there at all). */
 static bool find_read(const struct proc *p, const struct snapshot *s, uint32_t gen,
-		      uint64_t exec_mm, uint64_t addr, struct as_hit *hit)
+		      uint64_t exec_mm, uint64_t addr, bool strict, struct as_hit *hit)
 {
 	const struct procmap *m = procmaps__find(s->maps, addr);
 
-	if (!m || !image_at(p, s->mm, gen, exec_mm) || made_after(p, s, m, gen))
+	if (!m || !image_at(p, s->mm, gen, exec_mm) || (strict && made_after(p, s, m, gen)))
 		return false;
 	hit->m = m;
 	hit->file = s->files[m - s->maps->maps];
 	return true;
 }
 
-/* What p had mapped at addr at gen: followed mappings first (they are
- * newer than any maps read), then the maps read from /proc. */
+/*
+ * What p had mapped at addr at gen: followed mappings first (they are
+ * newer than any maps read), then the maps read from /proc. A mapping the
+ * side-band brought gets its gen when the loader reads it, so a sample
+ * taken just after the mapping was made may carry the gen before it: when
+ * nothing that was there at gen covers addr, a mapping made after gen that
+ * does is the best answer (samples of a library dlopen'ed where none was,
+ * ld.so's early work after exec), never [unmapped].
+ */
 static bool find_own(const struct proc *p, uint32_t gen, uint64_t addr, struct as_hit *hit)
 {
 	uint64_t exec_mm;
 	const struct mapevent *e = find_followed(p, gen, addr, &exec_mm);
 
+	if (e && replaced_unseen(p, e, addr, hit))
+		return true;
 	if (e) {
 		hit->m = &e->m;
 		hit->file = e->file;
 		return true;
 	}
-	for (const struct snapshot *s = p->snaps; s; s = s->older)
-		if (find_read(p, s, gen, exec_mm, addr, hit))
-			return true;
+	for (int strict = 1; strict >= 0; strict--)
+		for (const struct snapshot *s = p->snaps; s; s = s->older)
+			if (find_read(p, s, gen, exec_mm, addr, strict, hit))
+				return true;
 	return false;
 }
 

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "perfmap.h"
 #include "procmaps.h"
+#include "sideband.h"
 #include "symbolize.h"
 #include <linux/types.h>
 
@@ -98,6 +99,36 @@ void symbolizer__on_mapping(void *sym, const struct bpfs_rec_map *r)
 							.pgoff = r->pgoff,
 							.dev = r->dev,
 							.ino = r->ino });
+}
+
+void symbolizer__on_sideband_mapping(void *ctx, const struct sideband_mapping *m, uint32_t gen)
+{
+	struct symbolizer *sym = ctx;
+
+	symbolizer__note_mapping(sym, m->pid,
+				 &(struct as_mapping){ .gen = gen,
+							.time_ns = m->time_ns,
+							.start = m->start,
+							.end = m->end,
+							.pgoff = m->pgoff,
+							.dev = m->dev,
+							.ino = m->ino,
+							.path = m->path });
+}
+
+void symbolizer__on_mappings_lost(void *ctx, uint64_t n)
+{
+	struct symbolizer *sym = ctx;
+
+	(void)n; /* which processes lost mappings is not known: all of them */
+	addrspace__mappings_lost(sym->as);
+}
+
+uint32_t symbolizer__map_gen_at(void *ctx, uint32_t pid, uint32_t gen, uint64_t time_ns)
+{
+	struct symbolizer *sym = ctx;
+
+	return addrspace__gen_at(sym->as, pid, gen, time_ns);
 }
 
 void symbolizer__read_announced(struct symbolizer *sym)
@@ -288,6 +319,7 @@ void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ou
 		.symtab_bytes = fs.symtab_bytes,
 		.mappings = as.mappings,
 		.mappings_unopened = as.mappings_unopened,
+		.reread_after_loss = as.reread_after_loss,
 		.procs_live = as.live,
 		.procs_released = as.released,
 		.files_held = fs.held,

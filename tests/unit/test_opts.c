@@ -65,6 +65,10 @@ static void test_stream_options(void)
 
 	CHECK(PARSE(&o, "--ring-size", "64K", "--mode", "stream") == OPTS_RUN, "ring and mode");
 	CHECK(o.ring_size == 65536 && o.mode == OPTS_MODE_STREAM, "64K stream");
+	CHECK(o.sideband_size == OPTS_DEFAULT_SIDEBAND_SIZE, "side-band default");
+	opts__free(&o);
+	CHECK(PARSE(&o, "--sideband-size", "4K") == OPTS_RUN && o.sideband_size == 4096,
+	      "--sideband-size 4K");
 	opts__free(&o);
 	CHECK(PARSE(&o, "--ring-size", "4M", "--format", "samples") == OPTS_RUN, "samples");
 	CHECK(o.ring_size == 4U << 20 && o.mode == OPTS_MODE_STREAM &&
@@ -150,6 +154,8 @@ static void test_bad_values(void)
 	BAD("--ring-size", "5000");
 	BAD("--ring-size", "1K");
 	BAD("--ring-size", "2G");
+	BAD("--sideband-size", "2K");
+	BAD("--sideband-size", "6000");
 	BAD("--mode", "fast");
 	BAD("--format", "json");
 	BAD("--mode", "aggregate", "--format", "samples");

@@ -150,6 +150,81 @@ static void test_mappings_over_time(void)
 	symbolizer__free(sym);
 }
 
+/*
+ * Side-band mappings get their gen when the loader reads them, after the
+ * samples that followed them: in stream mode a sample's time gives it the
+ * gen it should have carried; a sample of the gen before names a library
+ * mapped where nothing was from the maps read; and once records are lost,
+ * a maps read after the loss wins over a followed mapping it contradicts.
+ */
+static void test_sideband_lag(void)
+{
+	struct symbolizer *sym;
+	struct as_mapping am;
+	uint64_t t_before, t_b;
+	uintptr_t fn, fn2;
+	void *base, *other;
+	size_t size;
+
+	CHECK(!symbolizer__new(NULL, &sym), "new");
+	symbolizer__set_tracking(sym, true);
+	base = map_file(FX("fx_swap_a.so"), NULL, &am, 0);
+	fn = (uintptr_t)base + FN_OFF;
+	size = am.end - am.start;
+	symbolizer__note_process(sym, getpid(), 0, 1, "test_symbolize");
+	symbolizer__read_announced(sym);
+
+	/* b replaces a; the loader reads its record later, as gen 5 */
+	t_before = now_ns();
+	munmap(base, size);
+	map_file(FX("fx_swap_b.so"), base, &am, 5);
+	t_b = am.time_ns;
+	symbolizer__note_mapping(sym, getpid(), &am);
+	CHECK(symbolizer__map_gen_at(sym, getpid(), 0, t_before) == 0, "sample before b: gen 0");
+	CHECK(symbolizer__map_gen_at(sym, getpid(), 0, t_b + 1) == 5, "sample after b: gen 5");
+	CHECK(symbolizer__map_gen_at(sym, getpid(), 5, t_b + 1) == 5, "gen 5 stays");
+	/* an exec (gen 6, taken as it happened) ends the search */
+	symbolizer__note_mapping(sym, getpid(),
+				 &(struct as_mapping){ .gen = 6, .exec = true, .mm = 1,
+						       .time_ns = t_b + 2 });
+	am.gen = 7;
+	am.time_ns = t_b + 3;
+	symbolizer__note_mapping(sym, getpid(), &am);
+	CHECK(symbolizer__map_gen_at(sym, getpid(), 5, t_b + 4) == 5,
+	      "no gen past an exec after the sample");
+	symbolizer__free(sym);
+
+	/* a library mapped where nothing was: followed as gen 9, but a
+	 * sample taken before the loader read it carries gen 8 */
+	CHECK(!symbolizer__new(NULL, &sym), "new");
+	symbolizer__set_tracking(sym, true);
+	symbolizer__note_process(sym, getpid(), 0, 1, "test_symbolize");
+	symbolizer__read_announced(sym);
+	other = map_file(FX("fx_swap_a.so"), NULL, &am, 9);
+	fn2 = (uintptr_t)other + FN_OFF;
+	symbolizer__note_mapping(sym, getpid(), &am);
+	symbolizer__note_process(sym, getpid(), 0, 1, "test_symbolize");
+	symbolizer__read_announced(sym);
+	CHECK(!strcmp(name_at(sym, 8, fn2), "fx_swap_a"), "gen 8 in a library mapped at gen 9: %s",
+	      name_at(sym, 8, fn2));
+
+	/* records lost: b's mapping at base was followed (gen 10), then
+	 * replaced by a unseen; the maps read after the loss say a */
+	munmap(base, size);
+	map_file(FX("fx_swap_b.so"), base, &am, 10);
+	symbolizer__note_mapping(sym, getpid(), &am);
+	CHECK(!strcmp(name_at(sym, 10, fn), "fx_swap_b"), "followed b: %s", name_at(sym, 10, fn));
+	munmap(base, size);
+	map_file(FX("fx_swap_a.so"), base, &am, 0);
+	symbolizer__on_mappings_lost(sym, 3);
+	symbolizer__refresh(sym);
+	CHECK(!strcmp(name_at(sym, 10, fn), "fx_swap_a"), "after the loss, the maps read: %s",
+	      name_at(sym, 10, fn));
+	munmap(base, size);
+	munmap(other, am.end - am.start);
+	symbolizer__free(sym);
+}
+
 static int copy_file(const char *from, const char *to)
 {
 	char buf[65536];
@@ -410,6 +485,7 @@ int main(void)
 	RUN(test_source_lines);
 	RUN(test_lines_fd_budget);
 	RUN(test_mappings_over_time);
+	RUN(test_sideband_lag);
 	RUN(test_file_cache);
 	RUN(test_replaced_file);
 	RUN(test_lifetimes);

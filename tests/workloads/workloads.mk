@@ -14,7 +14,8 @@ WL_DEPFLAGS = -MMD -MP -MF $@.d
 WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recurse \
 	libwork.so uselib syscalls cache branch fork_short cpuburn jit \
 	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock bpf_spin \
-	churn churn_child cxxwork rustwork forkstorm stackfan badfp inlined swevents)
+	churn churn_child cxxwork rustwork forkstorm stackfan badfp inlined swevents \
+	getppid_loop mapstorm)
 # C++ and Rust names for the demangling tests. g++ at -O1 with frame
 # pointers; Debian's rustc (tools/install-deps.sh), not a rustup one earlier
 # on PATH: its default mangling (legacy, in 1.63) is what the test expects.
@@ -59,6 +60,10 @@ $(WL_OUT)/libdlswap_%.so: $(WL_SRC)/dlswap_lib.c $(WL_MK) | $(WL_OUT)
 	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) -shared -fPIC -DDLSWAP_FN=swap_$*_spin $< -o $@
 
 $(WL_OUT)/dlswap: $(WL_SRC)/dlswap.c $(WL_MK) | $(WL_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) $< -ldl -o $@
+
+$(WL_OUT)/mapstorm: $(WL_SRC)/mapstorm.c $(WL_OUT)/libwork.so $(WL_MK) | $(WL_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) $< -ldl -o $@
 
