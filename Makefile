@@ -25,6 +25,9 @@ GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LIBBPF_CFLAGS := $(shell $(PKG_CONFIG) --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf)
 LIBELF_LIBS := $(shell $(PKG_CONFIG) --libs libelf 2>/dev/null || echo -lelf)
+# libdw (elfutils, Debian's libdw-dev): runs .eh_frame's CFA programs for the
+# unwind tables (src/unwind/ehframe.c).
+LIBDW_LIBS := $(shell $(PKG_CONFIG) --libs libdw 2>/dev/null || echo -ldw)
 # libmicrohttpd: the agent's opt-in --metrics-addr endpoint (src/agent/
 # metrics_server.c); HTTP from the network is parsed by a library, not by us.
 MHD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmicrohttpd 2>/dev/null)
@@ -43,7 +46,7 @@ DEPFLAGS = -MMD -MP
 # libcurl: the agent's push to Pyroscope (src/agent/push.c). HTTP, TLS,
 # proxies and timeouts done right; we do not write an HTTP client.
 LIBCURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null || echo -lcurl)
-LDLIBS += $(LIBBPF_LIBS) $(LIBELF_LIBS) $(MHD_LIBS) -lz -ldl -liberty $(LIBCURL_LIBS) -lpthread
+LDLIBS += $(LIBBPF_LIBS) $(LIBDW_LIBS) $(LIBELF_LIBS) $(MHD_LIBS) -lz -ldl -liberty $(LIBCURL_LIBS) -lpthread
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
 	-Wall -Wno-unused-function

@@ -11,6 +11,8 @@ set -eu
 # libiberty-dev: the GNU demangler (C++, Rust legacy and v0), linked static
 pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libdebuginfod-dev"
 pkgs="$pkgs libiberty-dev"
+# libdw-dev: elfutils' DWARF library, reads .eh_frame for the unwind tables
+pkgs="$pkgs libdw-dev"
 # libcurl4-openssl-dev: the agent pushes windows to Pyroscope over HTTP(S);
 # libcurl does HTTP, TLS, proxies and timeouts right, we write no HTTP client
 pkgs="$pkgs libcurl4-openssl-dev"

@@ -209,4 +209,65 @@ struct bpfs_rec_stack {
 	struct bpfs_stack seg;	/* only seg.nr frames are meaningful */
 };
 
+/*
+ * Unwind tables (docs/design.md, "Unwinding without frame pointers"). The
+ * loader turns a file's .eh_frame into rows sorted by pc (the file's own
+ * virtual addresses), each valid from pc to the next row's pc, and writes
+ * them into the `unwind_rows` array; each process's executable mappings go
+ * into `unwind_procs` with the slice of rows of their file. x86_64 only.
+ */
+enum bpfs_cfa_type {
+	BPFS_CFA_NONE = 0, /* no unwind info here, or a rule the walk cannot
+			    * follow (expressions, other registers) */
+	BPFS_CFA_RSP,	   /* CFA = rsp + cfa_off */
+	BPFS_CFA_RBP,	   /* CFA = rbp + cfa_off */
+	BPFS_CFA_PLT,	   /* the PLT's expression: CFA = rsp + 8, + 8 more
+			    * when (rip & 15) >= cfa_off */
+	BPFS_CFA_END,	   /* the return address is undefined: the outermost
+			    * frame (_start, clone) */
+};
+
+enum bpfs_rbp_type {
+	BPFS_RBP_SAME = 0, /* rbp is the caller's (or not recoverable) */
+	BPFS_RBP_CFA,	   /* the caller's rbp is saved at CFA + rbp_off * 8 */
+};
+
+/* The return address is always at CFA - 8 (rows where it is not are NONE). */
+struct bpfs_unwind_row {
+	__u64 pc;
+	__s32 cfa_off;
+	__s16 rbp_off; /* in units of 8 bytes */
+	__u8 cfa_type; /* enum bpfs_cfa_type */
+	__u8 rbp_type; /* enum bpfs_rbp_type */
+};
+
+/* One executable mapping of a process: file address = address - bias.
+ * row_nr 0: no table (anonymous or JIT code, a file without .eh_frame):
+ * the walk takes a frame-pointer step there. */
+struct bpfs_unwind_map {
+	__u64 start;
+	__u64 end;
+	__u64 bias;
+	__u32 row_first;
+	__u32 row_nr;
+};
+
+/* Executable mappings kept per process; the loader counts the ones left
+ * out (a return address in them ends the walk as a bad frame). */
+#define BPFS_UNWIND_MAPS 128
+
+struct bpfs_unwind_proc {
+	__u32 nr; /* mappings in m, sorted by start */
+	__u32 pad;
+	struct bpfs_unwind_map m[BPFS_UNWIND_MAPS];
+};
+
+enum bpfs_unwind_mode {
+	BPFS_UNWIND_FP = 0,   /* frame pointers only */
+	BPFS_UNWIND_DWARF,    /* tables only: code without one ends the walk
+			       * ([truncated: no unwind info]) */
+	BPFS_UNWIND_AUTO,     /* tables where they exist, frame pointers
+			       * elsewhere (the default) */
+};
+
 #endif
