@@ -68,6 +68,8 @@ void symbolizer__on_process(void *sym, uint32_t pid, uint32_t ppid, uint64_t mm,
 			    const char *comm);
 void symbolizer__on_mapping(void *sym, const struct bpfs_rec_map *r);
 void symbolizer__set_tracking(struct symbolizer *sym, bool on);
+/* Called after each read of a process's mappings (addrspace.h). */
+void symbolizer__set_maps_hook(struct symbolizer *sym, addrspace_maps_fn fn, void *ctx);
 /* Reads the processes announced since (addrspace__read_announced): after
  * every drain of the rings. */
 void symbolizer__read_announced(struct symbolizer *sym);

@@ -55,6 +55,11 @@ enum bpfs_stat {
 	BPFS_STAT_KSTACK_ERR,	     /* kernel stack unreadable */
 	BPFS_STAT_USTACK_TRUNC,	     /* user stack hit --max-stack-depth */
 	BPFS_STAT_KSTACK_TRUNC,	     /* kernel stack hit 127 frames */
+	BPFS_STAT_USTACK_NOINFO,     /* user walk reached code it has no rule
+				      * for (no table, no frame pointer) */
+	BPFS_STAT_USTACK_BADFRAME,   /* user walk found a frame that cannot be
+				      * (stack not rising, return address in no
+				      * executable mapping) */
 	BPFS_STAT_COMPLETIONS,	     /* user stacks walked at return to user space */
 	BPFS_STAT_COMPLETION_ERR,    /* completion could not be scheduled or run */
 	/* Records. Every record a CPU could not reserve is a gap in its seq. */
@@ -78,6 +83,10 @@ enum bpfs_sample_flags {
 	/* The interrupt-time walk stopped early (fault or --interrupt-depth);
 	 * a completion record for this thread brings the whole user stack. */
 	BPFS_F_USTACK_PENDING = 1 << 5,
+	/* Why a user stack walked through unwind tables ended early (besides
+	 * _ERR, a read fault, and _TRUNC, the depth limit). */
+	BPFS_F_USTACK_NOINFO = 1 << 6,
+	BPFS_F_USTACK_BADFRAME = 1 << 7,
 };
 
 /* What -p/-t/-- command select; the `filter` map holds the ids. */

@@ -31,6 +31,7 @@
 #include "sampler.h"
 #include "stream.h"
 #include "symbolize.h"
+#include "unwinder.h"
 #include "vec.h"
 #include "writer.h"
 
@@ -66,7 +67,7 @@ static int on_record(void *ctx, const void *data, size_t size)
 
 /* Polls until the duration ends, a signal arrives or the command exits. */
 static void sample_loop(struct sampler *s, const struct opts *o, struct command *cmd,
-			struct symbolizer *sym)
+			struct symbolizer *sym, struct unwinder *uw)
 {
 	double deadline = o->duration > 0 ? now_s() + o->duration : 0;
 	double next_refresh = now_s() + 0.25;
@@ -90,6 +91,8 @@ static void sample_loop(struct sampler *s, const struct opts *o, struct command 
 			usleep(o->reader_delay_ms * 1000U);
 		if (now_s() >= next_refresh) {
 			symbolizer__refresh(sym);
+			if (uw)
+				unwinder__sweep(uw);
 			next_refresh = now_s() + 0.25;
 		}
 		if (cmd && command__poll(cmd))
@@ -226,6 +229,7 @@ struct run {
 	struct stream *stream;
 	struct sampler *s;
 	struct command *cmd;
+	struct unwinder *uw;	/* NULL with --unwind fp */
 	struct sampler_stats st;
 	struct report_stats rs; /* summed over events */
 	size_t lines;		/* folded lines, summed over events */
@@ -347,6 +351,20 @@ static void print_summary(const struct run *r)
 		for (size_t ev = 0; ev < o->events.nr; ev++)
 			report__event_summary(stderr, o->events.v[ev].name, &r->st, ev,
 					      o->weight_period);
+	if (r->uw) {
+		struct unwinder_stats us;
+
+		unwinder__stats(r->uw, &us);
+		fprintf(stderr, "  unwind tables: %llu files (%llu without .eh_frame, %llu did not "
+			"fit), %llu rows = %.1f MiB of %.1f MiB (peak %.1f), built in %.0f ms; %llu "
+			"processes, %llu tables released\n",
+			(unsigned long long)us.built, (unsigned long long)us.no_table,
+			(unsigned long long)us.full, (unsigned long long)us.rows,
+			us.rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
+			us.max_rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
+			us.rows_peak * sizeof(struct bpfs_unwind_row) / 1048576.0, us.build_ns / 1e6,
+			(unsigned long long)us.processes, (unsigned long long)us.released);
+	}
 	if (o->verbose) {
 		struct symbolizer_stats ys;
 
@@ -382,6 +400,32 @@ static void note_self(struct symbolizer *sym)
 	symbolizer__note_process(sym, getpid(), 0, 0, comm);
 }
 
+static void on_maps(void *uw, int pid, const struct procmaps *pm)
+{
+	/* not our own: ~40 libraries whose tables would only delay the
+	 * first ones of the processes sampled */
+	if (pid != getpid())
+		unwinder__note_maps(uw, pid, pm);
+}
+
+/* The unwind tables follow the mappings the symbolizer reads. */
+static int unwind_setup(struct run *r)
+{
+	struct unwinder_opts uo = { .max_rows = r->o->unwind_rows };
+	int err;
+
+	err = sampler__unwind_maps(r->s, &uo.rows, &uo.procs_fd);
+	if (err) {
+		p_err("cannot map the unwind tables (%u rows): %s; try a smaller --unwind-rows "
+		      "or --unwind fp", r->o->unwind_rows, strerror(-err));
+		return err;
+	}
+	err = unwinder__new(&uo, &r->uw);
+	if (!err)
+		symbolizer__set_maps_hook(r->sym, on_maps, r->uw);
+	return err;
+}
+
 /* symbolizer, stream, command, sampler: made in that order. */
 static int run_setup(struct run *r)
 {
@@ -411,6 +455,8 @@ static int run_setup(struct run *r)
 	 * own forked child */
 	if (!err && r->cmd)
 		err = sampler__add_filter(r->s, command__pid(r->cmd), true);
+	if (!err && o->unwind != BPFS_UNWIND_FP)
+		err = unwind_setup(r);
 	return err;
 }
 
@@ -440,7 +486,7 @@ static int run(const struct opts *o, struct outputs *outs)
 	p_info("sampling%s", o->duration ? "" : "; Ctrl-C to stop");
 	r.t0 = now_s();
 	r.start_unix_ns = now_unix_ns();
-	sample_loop(r.s, o, r.cmd, r.sym);
+	sample_loop(r.s, o, r.cmd, r.sym, r.uw);
 
 	err = sampler__stop(r.s);
 	r.duration_ns = (now_s() - r.t0) * 1e9;
@@ -464,6 +510,8 @@ out:
 		if (!err)
 			err = status; /* positive: the command's exit status */
 	}
+	symbolizer__set_maps_hook(r.sym, NULL, NULL);
+	unwinder__free(r.uw);
 	sampler__free(r.s);
 	stream__free(r.stream);
 	symbolizer__free(r.sym);

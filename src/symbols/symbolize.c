@@ -107,6 +107,11 @@ void symbolizer__set_tracking(struct symbolizer *sym, bool on)
 	addrspace__set_tracking(sym->as, on);
 }
 
+void symbolizer__set_maps_hook(struct symbolizer *sym, addrspace_maps_fn fn, void *ctx)
+{
+	addrspace__set_maps_hook(sym->as, fn, ctx);
+}
+
 void symbolizer__refresh(struct symbolizer *sym)
 {
 	addrspace__refresh(sym->as);
