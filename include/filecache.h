@@ -58,6 +58,11 @@ size_t filecache__sweep(struct filecache *fc, unsigned int idle);
  * stripped files that had none locally, once each: after sampling, since
  * an answer can take seconds. The mapped files' symbols change in place. */
 void filecache__fetch_remote(struct filecache *fc);
+/* The start (an ELF virtual address) of the function holding vaddr of f
+ * (mapped by pid as m), from the FDEs of its .eh_frame: how frames of a
+ * file without symbols are grouped per function. 0 when not known. */
+uint64_t filecache__func_start(struct filecache *fc, const struct mapped_file *f, int pid,
+				const struct procmap *m, uint64_t vaddr);
 /* The symbols of this kernel's vDSO (every process maps the same), or NULL. */
 const struct symtab *filecache__vdso(struct filecache *fc);
 void filecache__stats(const struct filecache *fc, struct filecache_stats *out);

@@ -199,8 +199,16 @@ void symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t ad
 	out->loc.vaddr = vaddr + (addr - look);
 	out->elf_addr = out->loc.vaddr;
 	out->name = st ? symtab__find(st, vaddr, &out->sym_offset) : NULL;
-	if (out->name)
+	if (out->name) {
 		sym->user_named++;
+	} else if (hit.file) {
+		/* no symbol: named by the start of its function (its FDE), so
+		 * a stripped function's samples stay in one place */
+		uint64_t start = filecache__func_start(sym->fc, hit.file, pid, hit.m, vaddr);
+
+		if (start)
+			out->elf_addr = start;
+	}
 }
 
 static void load_ksyms(struct symbolizer *sym)
