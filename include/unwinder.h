@@ -19,6 +19,8 @@
 #include "bpfsampler/sampler_abi.h"
 
 struct procmaps;
+struct sampler;
+struct symbolizer;
 struct unwinder;
 
 /* Rows held by default (--unwind-rows): 16 bytes each, 16 MiB of kernel
@@ -56,5 +58,11 @@ void unwinder__note_maps(struct unwinder *u, int pid, const struct procmaps *pm)
  * Returns how many tables went. */
 size_t unwinder__sweep(struct unwinder *u);
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *out);
+/* The usual set-up: tables in the sampler's BPF maps (sampler__new done,
+ * --unwind not fp), following every process the symbolizer reads but
+ * ourselves. Unhook with symbolizer__set_maps_hook(sym, NULL, NULL)
+ * before unwinder__free. */
+int unwinder__start(struct sampler *s, struct symbolizer *sym, uint32_t max_rows,
+		    struct unwinder **out);
 
 #endif

@@ -33,6 +33,7 @@
 #include "spool.h"
 #include "stream.h"
 #include "symbolize.h"
+#include "unwinder.h"
 
 /* Samples are in the rings within microseconds of being taken: a window
  * is read this long after its end, so none of its samples is still on the
@@ -66,6 +67,7 @@ struct agent {
 	struct symbolizer *sym;
 	struct stream *stream;
 	struct sampler *s;
+	struct unwinder *uw; /* NULL with --unwind fp */
 	struct spool *spool;
 	struct pusher *push;
 	struct service_map *services;
@@ -399,6 +401,8 @@ static void agent__free(struct agent *a)
 	pusher__free(a->push);
 	spool__free(a->spool);
 	service_map__free(a->services);
+	symbolizer__set_maps_hook(a->sym, NULL, NULL);
+	unwinder__free(a->uw);
 	sampler__free(a->s);
 	stream__free(a->stream);
 	symbolizer__free(a->sym);
@@ -475,6 +479,8 @@ static int agent__setup(struct agent *a)
 	so.on_record = (sampler_record_fn)stream__handle;
 	so.ctx = a->stream;
 	err = sampler__new(&so, &a->s);
+	if (!err && o->unwind != BPFS_UNWIND_FP)
+		err = unwinder__start(a->s, a->sym, o->unwind_rows, &a->uw);
 	if (err)
 		return err;
 	find_own_service(a);
@@ -574,6 +580,8 @@ int agent__run(const struct opts *o, agent_reparse_fn reparse, void *ctx)
 		symbolizer__read_announced(a.sym);
 		if (now >= next_refresh) {
 			symbolizer__refresh(a.sym);
+			if (a.uw)
+				unwinder__sweep(a.uw);
 			next_refresh = now + 0.25;
 		}
 		/* Distinct stacks of short-lived processes (each with its own

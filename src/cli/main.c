@@ -400,32 +400,6 @@ static void note_self(struct symbolizer *sym)
 	symbolizer__note_process(sym, getpid(), 0, 0, comm);
 }
 
-static void on_maps(void *uw, int pid, const struct procmaps *pm)
-{
-	/* not our own: ~40 libraries whose tables would only delay the
-	 * first ones of the processes sampled */
-	if (pid != getpid())
-		unwinder__note_maps(uw, pid, pm);
-}
-
-/* The unwind tables follow the mappings the symbolizer reads. */
-static int unwind_setup(struct run *r)
-{
-	struct unwinder_opts uo = { .max_rows = r->o->unwind_rows };
-	int err;
-
-	err = sampler__unwind_maps(r->s, &uo.rows, &uo.procs_fd);
-	if (err) {
-		p_err("cannot map the unwind tables (%u rows): %s; try a smaller --unwind-rows "
-		      "or --unwind fp", r->o->unwind_rows, strerror(-err));
-		return err;
-	}
-	err = unwinder__new(&uo, &r->uw);
-	if (!err)
-		symbolizer__set_maps_hook(r->sym, on_maps, r->uw);
-	return err;
-}
-
 /* symbolizer, stream, command, sampler: made in that order. */
 static int run_setup(struct run *r)
 {
@@ -456,7 +430,7 @@ static int run_setup(struct run *r)
 	if (!err && r->cmd)
 		err = sampler__add_filter(r->s, command__pid(r->cmd), true);
 	if (!err && o->unwind != BPFS_UNWIND_FP)
-		err = unwind_setup(r);
+		err = unwinder__start(r->s, r->sym, o->unwind_rows, &r->uw);
 	return err;
 }
 

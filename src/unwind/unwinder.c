@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 
@@ -15,6 +16,8 @@
 #include "hashmap.h"
 #include "log.h"
 #include "procmaps.h"
+#include "sampler.h"
+#include "symbolize.h"
 #include "unwinder.h"
 #include "vec.h"
 
@@ -406,4 +409,31 @@ void unwinder__stats(const struct unwinder *u, struct unwinder_stats *out)
 	*out = u->stats;
 	out->tables = hashmap__size(u->tables);
 	out->processes = hashmap__size(u->procs);
+}
+
+static void on_maps(void *uw, int pid, const struct procmaps *pm)
+{
+	/* not our own: ~40 libraries whose tables would only delay the
+	 * first ones of the processes sampled */
+	if (pid != getpid())
+		unwinder__note_maps(uw, pid, pm);
+}
+
+int unwinder__start(struct sampler *s, struct symbolizer *sym, uint32_t max_rows,
+		    struct unwinder **out)
+{
+	struct unwinder_opts uo = { .max_rows = max_rows };
+	int err;
+
+	err = sampler__unwind_maps(s, &uo.rows, &uo.procs_fd);
+	if (err) {
+		p_err("cannot map the unwind tables (%u rows): %s; try a smaller --unwind-rows "
+		      "or --unwind fp", max_rows, strerror(-err));
+		return err;
+	}
+	err = unwinder__new(&uo, out);
+	if (err)
+		return err;
+	symbolizer__set_maps_hook(sym, on_maps, *out);
+	return 0;
 }
