@@ -157,7 +157,7 @@ struct ustack {
 	 * and the last row found with the addresses it covers. */
 	__u32 reason;
 	__u32 row_ok;
-	__u32 pad;
+	__s32 map_idx; /* the last mapping found, -1: none yet */
 	__u64 row_lo, row_hi;
 	struct bpfs_unwind_row row;
 	__u64 ips[BPFS_MAX_USER_DEPTH];
@@ -604,6 +604,7 @@ static __always_inline void walk_from(struct ustack *st, __u64 ip, __u64 fp, __u
 	st->limited = 0;
 	st->reason = 0;
 	st->row_ok = 0;
+	st->map_idx = -1;
 }
 
 /* Completion at return to user space: the thread's own context, where
@@ -1059,6 +1060,10 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	__u32 pid = task->tgid;
 	struct found_vma none = {};
 
+	/* the old image's tables would walk the new one: frame pointers
+	 * until the loader has read the new mappings */
+	if (unwind_mode != BPFS_UNWIND_FP)
+		bpf_map_delete_elem(&unwind_procs, &pid);
 	if (follow_process(pid))
 		send_mapping(pid, &none, BPFS_MAP_F_EXEC, (__u64)task->mm);
 	return 0;

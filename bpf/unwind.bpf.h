@@ -84,6 +84,22 @@ static __always_inline int unwind_find_map(const struct bpfs_unwind_proc *proc, 
 	return addr < proc->m[lo].end ? (int)lo : -1;
 }
 
+/* The same, trying the mapping found last first: a stack's frames are
+ * mostly in a few files. */
+static __always_inline int unwind_map_of(struct ustack *st, const struct bpfs_unwind_proc *proc,
+					 __u64 addr)
+{
+	__s32 last = st->map_idx;
+	int mi;
+
+	if (last >= 0 && last < BPFS_UNWIND_MAPS && last < proc->nr &&
+	    addr >= proc->m[last].start && addr < proc->m[last].end)
+		return last;
+	mi = unwind_find_map(proc, addr);
+	st->map_idx = mi;
+	return mi;
+}
+
 static long row_search_step(__u64 i, void *data)
 {
 	struct usearch *s = data;
@@ -171,7 +187,7 @@ static __always_inline long unwind_step(struct ustack *st, const struct bpfs_unw
 	pc = st->ips[(nr - 1) & (BPFS_MAX_USER_DEPTH - 1)];
 	/* a return address is one past the call: look the call up */
 	look = nr == 1 ? pc : pc - 1;
-	mi = unwind_find_map(proc, look);
+	mi = unwind_map_of(st, proc, look);
 	m = mi >= 0 ? &proc->m[mi & (BPFS_UNWIND_MAPS - 1)] : NULL;
 	if (m && m->row_nr) {
 		struct bpfs_unwind_row *r = &st->row;
@@ -226,7 +242,7 @@ static __always_inline long unwind_step(struct ustack *st, const struct bpfs_unw
 	if (!ra)
 		return 1; /* a zeroed return address: the thread's first frame */
 	/* a return address outside every executable mapping is not a frame */
-	if (unwind_find_map(proc, ra - 1) < 0)
+	if (unwind_map_of(st, proc, ra - 1) < 0)
 		return unwind_stop(st, BPFS_F_USTACK_BADFRAME);
 	st->ips[nr & (BPFS_MAX_USER_DEPTH - 1)] = ra;
 	st->nr = nr + 1;

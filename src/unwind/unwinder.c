@@ -338,10 +338,11 @@ void unwinder__note_maps(struct unwinder *u, int pid, const struct procmaps *pm)
 			e->bias = bias;
 			e->row_first = t->first;
 			e->row_nr = t->nr;
-			t->refs++;
-		} else {
-			t = NULL;
 		}
+		/* held even without rows: a file known to have no table is
+		 * not read again while it is mapped */
+		if (t)
+			t->refs++;
 		p->t[nr++] = t;
 	}
 	p->nr = nr;
