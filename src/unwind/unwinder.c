@@ -197,7 +197,7 @@ static uint64_t now_ns(void)
 }
 
 /* Builds the table of the file at path into the rows array. */
-static void load_table(struct unwinder *u, struct table *t, const char *path)
+static void load_table(struct unwinder *u, struct table *t, const char *path, const char *name)
 {
 	const struct bpfs_unwind_row *rows;
 	const struct ehframe_seg *segs;
@@ -209,7 +209,7 @@ static void load_table(struct unwinder *u, struct table *t, const char *path)
 
 	err = ehframe__load(path, &eh);
 	if (err) {
-		p_dbg("%s: no unwind table: %s", path, strerror(-err));
+		p_dbg("%s: no unwind table: %s", name, strerror(-err));
 		u->stats.no_table++;
 		return;
 	}
@@ -220,7 +220,7 @@ static void load_table(struct unwinder *u, struct table *t, const char *path)
 		if (u->stats.full++ == 0)
 			p_warn("unwind tables full (%" PRIu64 " rows in use): %s and later files "
 			       "are walked by frame pointers; raise --unwind-rows", u->stats.rows,
-			       path);
+			       name);
 		ehframe__free(eh);
 		return;
 	}
@@ -238,7 +238,7 @@ static void load_table(struct unwinder *u, struct table *t, const char *path)
 	t->nr = nr;
 	u->stats.built++;
 	u->stats.build_ns += now_ns() - t0;
-	p_dbg("%s: unwind table of %zu rows at %u", path, nr, first);
+	p_dbg("%s: unwind table of %zu rows at %u", name, nr, first);
 	ehframe__free(eh);
 }
 
@@ -261,7 +261,7 @@ static struct table *get_table(struct unwinder *u, int pid, const struct procmap
 		if (!t)
 			return NULL;
 		memcpy(t->key, key, sizeof(t->key));
-		load_table(u, t, path);
+		load_table(u, t, path, m->path);
 		if (hashmap__set(u->tables, t->key, t, NULL)) {
 			rows_free(u, t->first, t->nr);
 			free(t->segs);
