@@ -659,7 +659,7 @@ static int complete_walk(struct bpf_map *map, void *key, void *value)
 	walk_from(&cw->st, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, bp),
 		  BPF_CORE_READ(regs, sp), max_depth);
 	if (proc)
-		unwind_walk(&cw->st, proc, true);
+		unwind_walk(&cw->st, &cw->win, proc, true);
 	else
 		bpf_loop(BPFS_MAX_USER_DEPTH / WALK_PER_CALL, walk_frame_sleepable, &w, 0);
 	ring = this_ring();
@@ -732,7 +732,7 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 			  BPF_CORE_READ(regs, sp), use_task_work ? irq_depth : max_depth);
 	}
 	if (proc)
-		unwind_walk(st, proc, false);
+		unwind_walk(st, w.win, proc, false);
 	else
 		bpf_loop(BPFS_MAX_USER_DEPTH / WALK_PER_CALL, walk_frame, &w, 0);
 	/* Tables are used but this process's are not loaded yet (its first

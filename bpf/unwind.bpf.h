@@ -155,11 +155,30 @@ static __always_inline bool unwind_find_row(struct ustack *st, const struct bpfs
 	return true;
 }
 
-static __always_inline bool unwind_read(__u64 *dst, __u64 addr, bool sleepable)
+/* A word of user stack at addr (8-aligned: CFAs are): from the window of
+ * stack memory read last when it holds it, else through a new window read
+ * at addr (stacks are walked upwards, so one read serves several frames,
+ * as in the frame-pointer walk). */
+static __always_inline bool unwind_read(struct ustack *st, struct uwin *win, __u64 *dst,
+					__u64 addr, bool sleepable)
 {
-	if (sleepable)
-		return !bpf_copy_from_user(dst, sizeof(*dst), (void *)addr);
-	return !bpf_probe_read_user(dst, sizeof(*dst), (void *)addr);
+	__u64 off;
+
+	if (addr & 7) {
+		if (sleepable)
+			return !bpf_copy_from_user(dst, sizeof(*dst), (void *)addr);
+		return !bpf_probe_read_user(dst, sizeof(*dst), (void *)addr);
+	}
+	off = (addr - st->base) / 8;
+	if (!st->words || addr < st->base || off >= st->words) {
+		st->base = addr;
+		off = 0;
+		st->words = sleepable ? read_window_sleepable(win, addr) : read_window(win, addr);
+		if (!st->words)
+			return false;
+	}
+	*dst = win->w[off & (UWIN_WORDS - 1)];
+	return true;
 }
 
 /* Ends the walk with a reason (a sample flag). */
@@ -170,8 +189,8 @@ static __always_inline long unwind_stop(struct ustack *st, __u32 reason)
 }
 
 /* One frame: from the registers of frame nr - 1 to its caller's. */
-static __always_inline long unwind_step(struct ustack *st, const struct bpfs_unwind_proc *proc,
-					bool sleepable)
+static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
+					const struct bpfs_unwind_proc *proc, bool sleepable)
 {
 	__u32 nr = st->nr;
 	__u64 pc, look, sp = st->sp, bp = st->fp, cfa, ra = 0, nbp = bp;
@@ -211,18 +230,16 @@ static __always_inline long unwind_step(struct ustack *st, const struct bpfs_unw
 		}
 		if (cfa <= sp || cfa - sp >= MAX_STACK_SPAN)
 			return unwind_stop(st, BPFS_F_USTACK_BADFRAME);
-		if (!unwind_read(&ra, cfa - 8, sleepable)) {
+		if (!unwind_read(st, win, &ra, cfa - 8, sleepable)) {
 			st->fault = 1;
 			return 1;
 		}
 		if (r->rbp_type == BPFS_RBP_CFA &&
-		    !unwind_read(&nbp, cfa + (__s64)r->rbp_off * 8, sleepable)) {
+		    !unwind_read(st, win, &nbp, cfa + (__s64)r->rbp_off * 8, sleepable)) {
 			st->fault = 1;
 			return 1;
 		}
 	} else {
-		__u64 two[2];
-
 		/* no table: a frame-pointer step, where allowed */
 		if (unwind_mode == BPFS_UNWIND_DWARF)
 			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
@@ -230,13 +247,11 @@ static __always_inline long unwind_step(struct ustack *st, const struct bpfs_unw
 			return 1; /* the chain's end, the ABI's way */
 		if (bp < sp || bp - sp >= MAX_STACK_SPAN || (bp & 7))
 			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
-		if (sleepable ? bpf_copy_from_user(two, sizeof(two), (void *)bp)
-			      : bpf_probe_read_user(two, sizeof(two), (void *)bp)) {
+		if (!unwind_read(st, win, &nbp, bp, sleepable) ||
+		    !unwind_read(st, win, &ra, bp + 8, sleepable)) {
 			st->fault = 1;
 			return 1;
 		}
-		nbp = two[0];
-		ra = two[1];
 		cfa = bp + 16;
 	}
 	if (!ra)
@@ -253,6 +268,7 @@ static __always_inline long unwind_step(struct ustack *st, const struct bpfs_unw
 
 struct unwind_walk {
 	struct ustack *st;
+	struct uwin *win;
 	const struct bpfs_unwind_proc *proc;
 };
 
@@ -260,14 +276,14 @@ static long unwind_frame(__u64 i, void *data)
 {
 	struct unwind_walk *w = data;
 
-	return unwind_step(w->st, w->proc, false);
+	return unwind_step(w->st, w->win, w->proc, false);
 }
 
 static long unwind_frame_sleepable(__u64 i, void *data)
 {
 	struct unwind_walk *w = data;
 
-	return unwind_step(w->st, w->proc, true);
+	return unwind_step(w->st, w->win, w->proc, true);
 }
 
 /* The process's unwind tables, when they are used and loaded. */
@@ -279,10 +295,10 @@ static __always_inline const struct bpfs_unwind_proc *unwind_proc(__u32 pid)
 }
 
 /* Walks st (set up by walk_from) through the tables of proc. */
-static __always_inline void unwind_walk(struct ustack *st, const struct bpfs_unwind_proc *proc,
-					bool sleepable)
+static __always_inline void unwind_walk(struct ustack *st, struct uwin *win,
+					const struct bpfs_unwind_proc *proc, bool sleepable)
 {
-	struct unwind_walk w = { .st = st, .proc = proc };
+	struct unwind_walk w = { .st = st, .win = win, .proc = proc };
 
 	if (sleepable)
 		bpf_loop(BPFS_MAX_USER_DEPTH, unwind_frame_sleepable, &w, 0);
