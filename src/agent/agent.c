@@ -401,7 +401,8 @@ static void agent__free(struct agent *a)
 	pusher__free(a->push);
 	spool__free(a->spool);
 	service_map__free(a->services);
-	symbolizer__set_maps_hook(a->sym, NULL, NULL);
+	if (a->sym)
+		symbolizer__set_maps_hook(a->sym, NULL, NULL);
 	unwinder__free(a->uw);
 	sampler__free(a->s);
 	stream__free(a->stream);

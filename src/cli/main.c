@@ -484,7 +484,8 @@ out:
 		if (!err)
 			err = status; /* positive: the command's exit status */
 	}
-	symbolizer__set_maps_hook(r.sym, NULL, NULL);
+	if (r.sym)
+		symbolizer__set_maps_hook(r.sym, NULL, NULL);
 	unwinder__free(r.uw);
 	sampler__free(r.s);
 	stream__free(r.stream);
