@@ -364,6 +364,12 @@ static void print_summary(const struct run *r)
 			us.max_rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
 			us.rows_peak * sizeof(struct bpfs_unwind_row) / 1048576.0, us.build_ns / 1e6,
 			(unsigned long long)us.processes, (unsigned long long)us.released);
+		if (us.update_errors || us.maps_left_out)
+			fprintf(stderr, "  unwind tables: %llu process entries refused by the BPF map "
+				"(8192 processes at once), %llu mappings over 128 per process left "
+				"out: those are walked by frame pointers\n",
+				(unsigned long long)us.update_errors,
+				(unsigned long long)us.maps_left_out);
 	}
 	if (o->verbose) {
 		struct symbolizer_stats ys;
