@@ -366,8 +366,9 @@ static void print_summary(const struct run *r)
 			(unsigned long long)us.processes, (unsigned long long)us.released);
 		if (us.update_errors || us.maps_left_out)
 			fprintf(stderr, "  unwind tables: %llu process entries refused by the BPF map "
-				"(8192 processes at once), %llu mappings over 128 per process left "
-				"out: those are walked by frame pointers\n",
+				"(8192 processes at once: walked by frame pointers), %llu mappings "
+				"over 128 per process left out (a stack through one ends as a bad "
+				"frame)\n",
 				(unsigned long long)us.update_errors,
 				(unsigned long long)us.maps_left_out);
 	}
