@@ -36,7 +36,9 @@ GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LIBBPF_CFLAGS := $(shell $(PKG_CONFIG) --cflags libbpf 2>/dev/null)
 LIBBPF_LIBS := $(shell $(PKG_CONFIG) --libs libbpf 2>/dev/null || echo -lbpf)
 LIBELF_LIBS := $(shell $(PKG_CONFIG) --libs libelf 2>/dev/null || echo -lelf)
-# libdw (elfutils): source lines and inline frames from DWARF (src/symbols/dwarf_lines.c)
+# libdw (elfutils, Debian's libdw-dev): source lines and inline frames from
+# DWARF (src/symbols/dwarf_lines.c), and .eh_frame's CFA programs run for the
+# unwind tables (src/unwind/ehframe.c).
 LIBDW_LIBS := $(shell $(PKG_CONFIG) --libs libdw 2>/dev/null || echo -ldw)
 # libmicrohttpd: the agent's opt-in --metrics-addr endpoint (src/agent/
 # metrics_server.c); HTTP from the network is parsed by a library, not by us.

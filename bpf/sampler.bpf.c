@@ -167,7 +167,13 @@ struct ustack {
 	__u32 fault;
 	__u32 limit;   /* frames this walk may take */
 	__u32 limited; /* stopped at limit with the chain going on */
-	__u32 pad;
+	/* The table walk (unwind.bpf.h): why it ended early (sample flags),
+	 * and the last row found with the addresses it covers. */
+	__u32 reason;
+	__u32 row_ok;
+	__s32 map_idx; /* the last mapping found, -1: none yet */
+	__u64 row_lo, row_hi;
+	struct bpfs_unwind_row row;
 	__u64 ips[BPFS_MAX_USER_DEPTH];
 };
 
@@ -536,12 +542,17 @@ static __always_inline long walk_step(struct walk *w, bool sleepable)
 	off &= UWIN_WORDS - 1; /* a no-op (off + 1 < words); bounds it for the verifier */
 	next = w->win->w[off];
 	ret = w->win->w[off + 1];
-	if (!ret)
+	if (!ret) {
+		st->fp = 0; /* the chain's end, the ABI's way */
 		return 1;
+	}
 	st->ips[nr] = ret;
 	st->nr = nr + 1;
-	if (next <= fp)
+	if (next <= fp) {
+		if (!next)
+			st->fp = 0; /* the chain's end, the ABI's way */
 		return 1;
+	}
 	st->sp = fp;
 	st->fp = next;
 	return 0;
@@ -565,6 +576,8 @@ static long walk_frame_sleepable(__u64 i, void *data)
 			return 1;
 	return 0;
 }
+
+#include "unwind.bpf.h"
 
 struct cut {
 	struct ustack *st;
@@ -619,6 +632,9 @@ static __always_inline void walk_from(struct ustack *st, __u64 ip, __u64 fp, __u
 	st->fault = 0;
 	st->limit = limit;
 	st->limited = 0;
+	st->reason = 0;
+	st->row_ok = 0;
+	st->map_idx = -1;
 }
 
 /* Completion at return to user space: the thread's own context, where
@@ -664,6 +680,7 @@ static int complete_walk(struct bpf_map *map, void *key, void *value)
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct ucompletion *cw = value;
 	struct walk w = { .st = &cw->st, .win = &cw->win };
+	const struct bpfs_unwind_proc *proc = unwind_proc(cw->pid);
 	struct bpfs_rec_complete *rec;
 	struct pt_regs *regs;
 	void *ring;
@@ -671,7 +688,10 @@ static int complete_walk(struct bpf_map *map, void *key, void *value)
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	walk_from(&cw->st, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, bp),
 		  BPF_CORE_READ(regs, sp), max_depth);
-	bpf_loop(BPFS_MAX_USER_DEPTH / WALK_PER_CALL, walk_frame_sleepable, &w, 0);
+	if (proc)
+		unwind_walk(&cw->st, &cw->win, proc, true);
+	else
+		bpf_loop(BPFS_MAX_USER_DEPTH / WALK_PER_CALL, walk_frame_sleepable, &w, 0);
 	ring = this_ring();
 	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_COMPLETE);
 	if (!rec) {
@@ -683,7 +703,7 @@ static int complete_walk(struct bpf_map *map, void *key, void *value)
 	rec->pid = cw->pid;
 	rec->tid = cw->tid;
 	rec->flags = (cw->st.fault ? BPFS_F_USTACK_ERR : 0) |
-		     (cw->st.nr >= max_depth ? BPFS_F_USTACK_TRUNC : 0);
+		     (cw->st.nr >= max_depth ? BPFS_F_USTACK_TRUNC : 0) | cw->st.reason;
 	rec_submit(ring, rec);
 	stat_inc_global(BPFS_STAT_COMPLETIONS);
 	return 0;
@@ -722,6 +742,7 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 {
 	__u32 *flags = &key->flags;
 	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
+	const struct bpfs_unwind_proc *proc = unwind_proc(key->pid);
 	struct walk w = {};
 	struct ustack *st;
 	__u32 zero = 0;
@@ -742,9 +763,18 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 		/* direct BTF loads, not a helper call per field */
 		walk_from(st, regs->ip, regs->bp, regs->sp, use_task_work ? irq_depth : max_depth);
 	}
-	bpf_loop(BPFS_MAX_USER_DEPTH / WALK_PER_CALL, walk_frame, &w, 0);
+	if (proc)
+		unwind_walk(st, w.win, proc, false);
+	else
+		bpf_loop(BPFS_MAX_USER_DEPTH / WALK_PER_CALL, walk_frame, &w, 0);
 	if (CUT(4))
 		return false;
+	/* Tables are used but this process's are not loaded yet (its first
+	 * samples): a frame-pointer chain that ends other than the ABI's way
+	 * may have been cut by code without frame pointers. */
+	if (!proc && unwind_mode != BPFS_UNWIND_FP && st->fp && !st->fault &&
+	    st->nr < max_depth && !st->limited)
+		st->reason |= BPFS_F_USTACK_NOINFO;
 	if (use_task_work && (st->fault || st->limited) &&
 	    schedule_completion(bpf_get_current_task_btf(), key->pid, key->tid)) {
 		*flags |= BPFS_F_USTACK_PENDING;
@@ -757,6 +787,11 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 			stat_inc(BPFS_STAT_USTACK_TRUNC);
 			*flags |= BPFS_F_USTACK_TRUNC;
 		}
+		if (st->reason & BPFS_F_USTACK_NOINFO)
+			stat_inc(BPFS_STAT_USTACK_NOINFO);
+		if (st->reason & BPFS_F_USTACK_BADFRAME)
+			stat_inc(BPFS_STAT_USTACK_BADFRAME);
+		*flags |= st->reason;
 	}
 	key->ustack_id = store_walk(st, seg, true);
 	return key->ustack_id != 0;
@@ -1034,6 +1069,10 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 {
 	__u32 pid = task->tgid;
 
+	/* the old image's tables would walk the new one: frame pointers
+	 * until the loader has read the new mappings */
+	if (unwind_mode != BPFS_UNWIND_FP)
+		bpf_map_delete_elem(&unwind_procs, &pid);
 	if (follow_process(pid))
 		send_exec(pid, (__u64)task->mm);
 	return 0;

@@ -18,6 +18,7 @@ struct filecache;
 struct mapped_file;
 struct perfmap;
 struct procmap;
+struct procmaps;
 struct addrspace;
 
 /* A mapping change of a process, as it was made. */
@@ -53,6 +54,9 @@ struct addrspace_stats {
 };
 
 typedef void (*addrspace_gone_fn)(void *ctx, int pid);
+/* A process's executable mappings were read from /proc (pm: all of them,
+ * now). */
+typedef void (*addrspace_maps_fn)(void *ctx, int pid, const struct procmaps *pm);
 
 /* fc is used, not owned. */
 int addrspace__new(struct filecache *fc, struct addrspace **out);
@@ -60,6 +64,9 @@ void addrspace__free(struct addrspace *as);
 /* Mappings are followed as they are made (the sampler says so once it has
  * started): addrspace__note_mapping() is called for each. */
 void addrspace__set_tracking(struct addrspace *as, bool on);
+/* fn (NULL: none) is called after each read of a process's mappings
+ * (the unwind tables follow them). */
+void addrspace__set_maps_hook(struct addrspace *as, addrspace_maps_fn fn, void *ctx);
 /* A process was seen (again): its mappings are read while it is alive
  * (addrspace__read_announced). A new
  * address space (mm, 0: unknown) means it exec'd. ppid (0: unknown) lends

@@ -76,6 +76,12 @@ size_t filecache__sweep(struct filecache *fc, unsigned int idle);
 void filecache__fetch_remote(struct filecache *fc);
 /* Whether files opened from now on get their DWARF read (on by default). */
 void filecache__set_lines(struct filecache *fc, bool on);
+
+/* The start (an ELF virtual address) of the function holding vaddr of f
+ * (mapped by pid as m), from the FDEs of its .eh_frame: how frames of a
+ * file without symbols are grouped per function. 0 when not known. */
+uint64_t filecache__func_start(struct filecache *fc, const struct mapped_file *f, int pid,
+				const struct procmap *m, uint64_t vaddr);
 /* The symbols of this kernel's vDSO (every process maps the same), or NULL. */
 const struct symtab *filecache__vdso(struct filecache *fc);
 void filecache__stats(const struct filecache *fc, struct filecache_stats *out);

@@ -89,6 +89,8 @@ struct opts {
 	bool weight_period;	 /* --weight period */
 	unsigned int max_depth;	 /* --max-stack-depth */
 	unsigned int irq_depth;	 /* --interrupt-depth; 0: the default */
+	unsigned int unwind;	 /* --unwind: enum bpfs_unwind_mode */
+	unsigned int unwind_rows; /* --unwind-rows */
 	bool no_completion;	 /* --no-completion */
 	bool no_follow_mappings; /* --no-follow-mappings */
 	unsigned int map_entries;   /* --map-entries */

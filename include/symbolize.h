@@ -82,6 +82,8 @@ void symbolizer__on_mappings_lost(void *sym, uint64_t n);
 /* The stream's map_gen_at (addrspace__gen_at). */
 uint32_t symbolizer__map_gen_at(void *sym, uint32_t pid, uint32_t gen, uint64_t time_ns);
 void symbolizer__set_tracking(struct symbolizer *sym, bool on);
+/* Called after each read of a process's mappings (addrspace.h). */
+void symbolizer__set_maps_hook(struct symbolizer *sym, addrspace_maps_fn fn, void *ctx);
 /* Reads the processes announced since (addrspace__read_announced): after
  * every drain of the rings. */
 void symbolizer__read_announced(struct symbolizer *sym);

@@ -11,7 +11,8 @@ set -eu
 # libiberty-dev: the GNU demangler (C++, Rust legacy and v0), linked static
 pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libdebuginfod-dev"
 pkgs="$pkgs libiberty-dev"
-# libdw-dev: elfutils' DWARF reader, for source lines and inline frames
+# libdw-dev: elfutils' DWARF library: source lines and inline frames, and
+# .eh_frame read for the unwind tables
 pkgs="$pkgs libdw-dev"
 # libcurl4-openssl-dev: the agent pushes windows to Pyroscope over HTTP(S);
 # libcurl does HTTP, TLS, proxies and timeouts right, we write no HTTP client

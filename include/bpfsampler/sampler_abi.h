@@ -55,6 +55,11 @@ enum bpfs_stat {
 	BPFS_STAT_KSTACK_ERR,	     /* kernel stack unreadable */
 	BPFS_STAT_USTACK_TRUNC,	     /* user stack hit --max-stack-depth */
 	BPFS_STAT_KSTACK_TRUNC,	     /* kernel stack hit 127 frames */
+	BPFS_STAT_USTACK_NOINFO,     /* user walk reached code it has no rule
+				      * for (no table, no frame pointer) */
+	BPFS_STAT_USTACK_BADFRAME,   /* user walk found a frame that cannot be
+				      * (stack not rising, return address in no
+				      * executable mapping) */
 	BPFS_STAT_COMPLETIONS,	     /* user stacks walked at return to user space */
 	BPFS_STAT_COMPLETION_ERR,    /* completion could not be scheduled or run */
 	/* Records. Every record a CPU could not reserve is a gap in its seq. */
@@ -77,6 +82,10 @@ enum bpfs_sample_flags {
 	/* The interrupt-time walk stopped early (fault or --interrupt-depth);
 	 * a completion record for this thread brings the whole user stack. */
 	BPFS_F_USTACK_PENDING = 1 << 5,
+	/* Why a user stack walked through unwind tables ended early (besides
+	 * _ERR, a read fault, and _TRUNC, the depth limit). */
+	BPFS_F_USTACK_NOINFO = 1 << 6,
+	BPFS_F_USTACK_BADFRAME = 1 << 7,
 };
 
 /* What -p/-t/-- command select; the `filter` map holds the ids. */
@@ -207,6 +216,67 @@ struct bpfs_rec_stack {
 	struct bpfs_rec_hdr hdr; /* BPFS_REC_STACK */
 	__u64 id;
 	struct bpfs_stack seg;	/* only seg.nr frames are meaningful */
+};
+
+/*
+ * Unwind tables (docs/design.md, "Unwinding without frame pointers"). The
+ * loader turns a file's .eh_frame into rows sorted by pc (the file's own
+ * virtual addresses), each valid from pc to the next row's pc, and writes
+ * them into the `unwind_rows` array; each process's executable mappings go
+ * into `unwind_procs` with the slice of rows of their file. x86_64 only.
+ */
+enum bpfs_cfa_type {
+	BPFS_CFA_NONE = 0, /* no unwind info here, or a rule the walk cannot
+			    * follow (expressions, other registers) */
+	BPFS_CFA_RSP,	   /* CFA = rsp + cfa_off */
+	BPFS_CFA_RBP,	   /* CFA = rbp + cfa_off */
+	BPFS_CFA_PLT,	   /* the PLT's expression: CFA = rsp + 8, + 8 more
+			    * when (rip & 15) >= cfa_off */
+	BPFS_CFA_END,	   /* the return address is undefined: the outermost
+			    * frame (_start, clone) */
+};
+
+enum bpfs_rbp_type {
+	BPFS_RBP_SAME = 0, /* rbp is the caller's (or not recoverable) */
+	BPFS_RBP_CFA,	   /* the caller's rbp is saved at CFA + rbp_off * 8 */
+};
+
+/* The return address is always at CFA - 8 (rows where it is not are NONE). */
+struct bpfs_unwind_row {
+	__u64 pc;
+	__s32 cfa_off;
+	__s16 rbp_off; /* in units of 8 bytes */
+	__u8 cfa_type; /* enum bpfs_cfa_type */
+	__u8 rbp_type; /* enum bpfs_rbp_type */
+};
+
+/* One executable mapping of a process: file address = address - bias.
+ * row_nr 0: no table (anonymous or JIT code, a file without .eh_frame):
+ * the walk takes a frame-pointer step there. */
+struct bpfs_unwind_map {
+	__u64 start;
+	__u64 end;
+	__u64 bias;
+	__u32 row_first;
+	__u32 row_nr;
+};
+
+/* Executable mappings kept per process; the loader counts the ones left
+ * out (a return address in them ends the walk as a bad frame). */
+#define BPFS_UNWIND_MAPS 128
+
+struct bpfs_unwind_proc {
+	__u32 nr; /* mappings in m, sorted by start */
+	__u32 pad;
+	struct bpfs_unwind_map m[BPFS_UNWIND_MAPS];
+};
+
+enum bpfs_unwind_mode {
+	BPFS_UNWIND_FP = 0,   /* frame pointers only */
+	BPFS_UNWIND_DWARF,    /* tables only: code without one ends the walk
+			       * ([truncated: no unwind info]) */
+	BPFS_UNWIND_AUTO,     /* tables where they exist, frame pointers
+			       * elsewhere (the default) */
 };
 
 #endif

@@ -34,6 +34,7 @@
 #include "spool.h"
 #include "stream.h"
 #include "symbolize.h"
+#include "unwinder.h"
 #include "vec.h"
 
 /* Samples are in the rings within microseconds of being taken: a window
@@ -68,6 +69,7 @@ struct agent {
 	struct symbolizer *sym;
 	struct stream *stream;
 	struct sampler *s;
+	struct unwinder *uw; /* NULL with --unwind fp */
 	struct spool *spool;
 	struct pusher *push;
 	struct service_map *services;
@@ -454,6 +456,9 @@ static void agent__free(struct agent *a)
 	pusher__free(a->push);
 	spool__free(a->spool);
 	service_map__free(a->services);
+	if (a->sym)
+		symbolizer__set_maps_hook(a->sym, NULL, NULL);
+	unwinder__free(a->uw);
 	sampler__free(a->s);
 	stream__free(a->stream);
 	symbolizer__free(a->sym);
@@ -535,6 +540,8 @@ static int agent__setup(struct agent *a)
 	so.on_mappings_lost = symbolizer__on_mappings_lost;
 	so.map_ctx = a->sym;
 	err = sampler__new(&so, &a->s);
+	if (!err && o->unwind != BPFS_UNWIND_FP)
+		err = unwinder__start(a->s, a->sym, o->unwind_rows, &a->uw);
 	if (err)
 		return err;
 	find_own_service(a);
@@ -634,6 +641,8 @@ int agent__run(const struct opts *o, agent_reparse_fn reparse, void *ctx)
 		symbolizer__read_announced(a.sym);
 		if (now >= next_refresh) {
 			symbolizer__refresh(a.sym);
+			if (a.uw)
+				unwinder__sweep(a.uw);
 			next_refresh = now + 0.25;
 		}
 		/* Distinct stacks of short-lived processes (each with its own

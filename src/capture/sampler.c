@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -41,6 +42,8 @@ struct sampler {
 	pthread_t detacher;	/* detaching the followers, when detaching */
 	bool detaching;
 	uint64_t mapgens_failed; /* gens not stored (mapgens update failed) */
+	void *rows;		/* unwind_rows mapped, or NULL */
+	size_t rows_bytes;
 };
 
 static int on_ring_record(void *ctx, void *data, size_t size)
@@ -77,6 +80,7 @@ static int configure(struct sampler *s)
 		       "(a measurement knob: unset it for profiles)", skel->rodata->debug_cut,
 		       skel->rodata->debug_cut);
 	}
+	skel->rodata->unwind_mode = o->unwind;
 	if (o->stack_id_bits && o->stack_id_bits < 64)
 		skel->rodata->stack_id_mask = (1ULL << o->stack_id_bits) - 1;
 
@@ -94,6 +98,12 @@ static int configure(struct sampler *s)
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.completions,
 					       skel->rodata->use_task_work ? COMPLETION_ENTRIES : 1);
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.unwind_rows,
+					       o->unwind != BPFS_UNWIND_FP && o->unwind_rows ?
+					       o->unwind_rows : 1);
+	if (!err && o->unwind == BPFS_UNWIND_FP)
+		err = bpf_map__set_max_entries(skel->maps.unwind_procs, 1);
 	/* The first ring is the template of the inner map (its size). */
 	if (!err)
 		err = bpf_map__set_inner_map_fd(skel->maps.rings, s->ring_fds[0]);
@@ -643,6 +653,31 @@ void sampler__free(struct sampler *s)
 		if (s->ring_fds[i] >= 0)
 			close(s->ring_fds[i]);
 	free(s->ring_fds);
+	if (s->rows)
+		munmap(s->rows, s->rows_bytes);
 	sampler_bpf__destroy(s->skel);
 	free(s);
+}
+
+int sampler__unwind_maps(struct sampler *s, struct bpfs_unwind_row **rows, int *procs_fd)
+{
+	if (s->opts.unwind == BPFS_UNWIND_FP)
+		return -ENOENT;
+	if (!s->rows) {
+		size_t bytes = (size_t)bpf_map__max_entries(s->skel->maps.unwind_rows) *
+			       sizeof(struct bpfs_unwind_row);
+		void *p;
+
+		/* an mmapable array is mapped page by page */
+		bytes = (bytes + 4095) & ~(size_t)4095;
+		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 bpf_map__fd(s->skel->maps.unwind_rows), 0);
+		if (p == MAP_FAILED)
+			return -errno;
+		s->rows = p;
+		s->rows_bytes = bytes;
+	}
+	*rows = s->rows;
+	*procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
+	return 0;
 }

@@ -32,6 +32,7 @@
 #include "sideband.h"
 #include "stream.h"
 #include "symbolize.h"
+#include "unwinder.h"
 #include "vec.h"
 #include "writer.h"
 
@@ -72,7 +73,7 @@ static int on_record(void *ctx, const void *data, size_t size)
 
 /* Polls until the duration ends, a signal arrives or the command exits. */
 static void sample_loop(struct sampler *s, const struct opts *o, struct command *cmd,
-			struct symbolizer *sym)
+			struct symbolizer *sym, struct unwinder *uw)
 {
 	double deadline = o->duration > 0 ? now_s() + o->duration : 0;
 	double next_refresh = now_s() + 0.25;
@@ -96,6 +97,8 @@ static void sample_loop(struct sampler *s, const struct opts *o, struct command 
 			usleep(o->reader_delay_ms * 1000U);
 		if (now_s() >= next_refresh) {
 			symbolizer__refresh(sym);
+			if (uw)
+				unwinder__sweep(uw);
 			next_refresh = now_s() + 0.25;
 		}
 		if (cmd && command__poll(cmd))
@@ -232,6 +235,7 @@ struct run {
 	struct stream *stream;
 	struct sampler *s;
 	struct command *cmd;
+	struct unwinder *uw;	/* NULL with --unwind fp */
 	struct sampler_stats st;
 	struct report_stats rs; /* summed over events */
 	size_t lines;		/* folded lines, summed over events */
@@ -399,6 +403,27 @@ static void print_summary(const struct run *r)
 		for (size_t ev = 0; ev < o->events.nr; ev++)
 			report__event_summary(stderr, o->events.v[ev].name, &r->st, ev,
 					      o->weight_period);
+	if (r->uw) {
+		struct unwinder_stats us;
+
+		unwinder__stats(r->uw, &us);
+		fprintf(stderr, "  unwind tables: %llu files (%llu without .eh_frame, %llu did not "
+			"fit), %llu rows = %.1f MiB of %.1f MiB (peak %.1f), built in %.0f ms; %llu "
+			"processes, %llu tables released\n",
+			(unsigned long long)us.built, (unsigned long long)us.no_table,
+			(unsigned long long)us.full, (unsigned long long)us.rows,
+			us.rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
+			us.max_rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
+			us.rows_peak * sizeof(struct bpfs_unwind_row) / 1048576.0, us.build_ns / 1e6,
+			(unsigned long long)us.processes, (unsigned long long)us.released);
+		if (us.update_errors || us.maps_left_out)
+			fprintf(stderr, "  unwind tables: %llu process entries refused by the BPF map "
+				"(8192 processes at once: walked by frame pointers), %llu mappings "
+				"over 128 per process left out (a stack through one ends as a bad "
+				"frame)\n",
+				(unsigned long long)us.update_errors,
+				(unsigned long long)us.maps_left_out);
+	}
 	if (o->verbose) {
 		struct symbolizer_stats ys;
 
@@ -475,6 +500,8 @@ static int run_setup(struct run *r)
 	 * own forked child */
 	if (!err && r->cmd)
 		err = sampler__add_filter(r->s, command__pid(r->cmd), true);
+	if (!err && o->unwind != BPFS_UNWIND_FP)
+		err = unwinder__start(r->s, r->sym, o->unwind_rows, &r->uw);
 	return err;
 }
 
@@ -504,7 +531,7 @@ static int run(const struct opts *o, struct outputs *outs)
 	p_info("sampling%s", o->duration ? "" : "; Ctrl-C to stop");
 	r.t0 = now_s();
 	r.start_unix_ns = now_unix_ns();
-	sample_loop(r.s, o, r.cmd, r.sym);
+	sample_loop(r.s, o, r.cmd, r.sym, r.uw);
 
 	err = sampler__stop(r.s);
 	r.duration_ns = (now_s() - r.t0) * 1e9;
@@ -528,6 +555,9 @@ out:
 		if (!err)
 			err = status; /* positive: the command's exit status */
 	}
+	if (r.sym)
+		symbolizer__set_maps_hook(r.sym, NULL, NULL);
+	unwinder__free(r.uw);
 	sampler__free(r.s);
 	stream__free(r.stream);
 	symbolizer__free(r.sym);

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "opts.h"
 #include "sampler.h"
+#include "unwinder.h"
 #include "writer.h"
 
 enum {
@@ -27,6 +28,8 @@ enum {
 	OPT_FORMAT,
 	OPT_READER_DELAY,
 	OPT_IRQ_DEPTH,
+	OPT_UNWIND,
+	OPT_UNWIND_ROWS,
 	OPT_NO_COMPLETION,
 	OPT_NO_FOLLOW_MAPPINGS,
 	OPT_DEBUG_DIR,
@@ -98,6 +101,8 @@ static const struct option long_opts[] = {
 	{ "max-series", required_argument, NULL, OPT_MAX_SERIES },
 	{ "debug-reader-delay", required_argument, NULL, OPT_READER_DELAY },
 	{ "interrupt-depth", required_argument, NULL, OPT_IRQ_DEPTH },
+	{ "unwind", required_argument, NULL, OPT_UNWIND },
+	{ "unwind-rows", required_argument, NULL, OPT_UNWIND_ROWS },
 	{ "no-completion", no_argument, NULL, OPT_NO_COMPLETION },
 	{ "no-follow-mappings", no_argument, NULL, OPT_NO_FOLLOW_MAPPINGS },
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
@@ -178,6 +183,12 @@ void opts__usage(FILE *f)
 "                           memory smaller); the other formats never read it\n"
 "      --max-stack-depth N  user frames per stack, 1..%d (default %d); kernel\n"
 "                           stacks stop at 127\n"
+"      --unwind HOW         how user stacks are walked: auto (default): unwind\n"
+"                           tables from each file's .eh_frame where there is\n"
+"                           one, frame pointers elsewhere; dwarf: tables only;\n"
+"                           fp: frame pointers only (docs/design.md)\n"
+"      --unwind-rows N      rows the unwind tables may hold, 16 bytes each\n"
+"                           (default %u: 16 MiB of kernel memory)\n"
 "      --interrupt-depth N  user frames walked in the sampling interrupt; the\n"
 "                           rest is walked when the thread returns to user\n"
 "                           space (default: all of --max-stack-depth)\n"
@@ -244,7 +255,7 @@ void opts__usage(FILE *f)
 "  bpfsampler -d 10 --format pprof -o p.pb.gz  for go tool pprof\n"
 "  bpfsampler agent --push http://pyroscope:4040  the fleet agent\n",
 		OPTS_DEFAULT_FREQ, OPTS_MAX_FREQ, OPTS_DEFAULT_TOP, BPFS_MAX_DEPTH_OPT, BPFS_MAX_DEPTH_OPT,
-		OPTS_DEFAULT_MAP_ENTRIES, OPTS_DEFAULT_STACK_ENTRIES);
+		UNWINDER_DEFAULT_ROWS, OPTS_DEFAULT_MAP_ENTRIES, OPTS_DEFAULT_STACK_ENTRIES);
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -522,6 +533,21 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 				   "give a power of 2 from 4K to 1G bytes, e.g. 256K");
 		o->sideband_size = v;
 		break;
+	case OPT_UNWIND:
+		if (strcmp(arg, "auto") == 0)
+			o->unwind = BPFS_UNWIND_AUTO;
+		else if (strcmp(arg, "dwarf") == 0)
+			o->unwind = BPFS_UNWIND_DWARF;
+		else if (strcmp(arg, "fp") == 0)
+			o->unwind = BPFS_UNWIND_FP;
+		else
+			return bad("--unwind", arg, "give auto, dwarf or fp");
+		break;
+	case OPT_UNWIND_ROWS:
+		if (parse_uint(arg, 1UL << 26, &v) || v == 0)
+			return bad("--unwind-rows", arg, "give a number of rows from 1 to 67108864");
+		o->unwind_rows = v;
+		break;
 	case OPT_IRQ_DEPTH:
 		if (parse_uint(arg, ULONG_MAX, &v) || v == 0 || v > BPFS_MAX_DEPTH_OPT)
 			return bad("--interrupt-depth", arg, "give a number of frames from 1 to 1024");
@@ -714,6 +740,8 @@ static void opts__init(struct opts *o)
 	o->nr_formats = 1;
 	o->top = OPTS_DEFAULT_TOP;
 	o->max_depth = BPFS_MAX_DEPTH_OPT;
+	o->unwind = BPFS_UNWIND_AUTO;
+	o->unwind_rows = UNWINDER_DEFAULT_ROWS;
 	o->map_entries = OPTS_DEFAULT_MAP_ENTRIES;
 	o->stack_entries = OPTS_DEFAULT_STACK_ENTRIES;
 	o->ring_size = OPTS_DEFAULT_RING_SIZE;
@@ -968,6 +996,8 @@ void opts__sampler_opts(const struct opts *o, struct sampler_opts *so)
 		.irq_depth = o->irq_depth,
 		.completion = !o->no_completion,
 		.follow_mappings = !o->no_follow_mappings,
+		.unwind = o->unwind,
+		.unwind_rows = o->unwind_rows,
 		.map_entries = o->map_entries,
 		.stack_entries = o->stack_entries,
 		.stack_id_bits = o->stack_id_bits,

@@ -157,11 +157,16 @@ static size_t add_user(struct build_ctx *c, const struct bpfs_count_key *k, size
 
 	if (k->flags & BPFS_F_KTHREAD)
 		return n;
+	/* A stack that ends before its outermost frame says why, at its
+	 * outer end; the frames walked up to there are kept. */
 	if (k->flags & BPFS_F_USTACK_TRUNC)
-		c->fr[n++] = marker(c->p, "[truncated]");
-	/* A walk that faulted keeps the frames read up to there. */
+		c->fr[n++] = marker(c->p, "[truncated: max depth]");
 	if (k->flags & BPFS_F_USTACK_ERR)
-		c->fr[n++] = marker(c->p, "[user stack unreadable]");
+		c->fr[n++] = marker(c->p, "[truncated: read fault]");
+	if (k->flags & BPFS_F_USTACK_NOINFO)
+		c->fr[n++] = marker(c->p, "[truncated: no unwind info]");
+	if (k->flags & BPFS_F_USTACK_BADFRAME)
+		c->fr[n++] = marker(c->p, "[truncated: bad frame]");
 	if (!k->ustack_id)
 		return n;
 	nr = unwind(c, k->ustack_id, &missing);
@@ -406,10 +411,14 @@ static const char *const stat_names[BPFS_STAT_NR] = {
 	[BPFS_STAT_LOST_COLLISION] = "stack id collisions (raise --stack-entries)",
 	[BPFS_STAT_LOST_BUSY] = "map busy (re-entered from NMI)",
 	[BPFS_STAT_LOST_RING_FULL] = "ring full (raise --ring-size)",
-	[BPFS_STAT_USTACK_ERR] = "user stack unreadable",
+	[BPFS_STAT_USTACK_ERR] = "user stacks cut by a read fault",
 	[BPFS_STAT_KSTACK_ERR] = "kernel stack unreadable",
 	[BPFS_STAT_USTACK_TRUNC] = "user stack cut at --max-stack-depth",
 	[BPFS_STAT_KSTACK_TRUNC] = "kernel stack cut at 127 frames",
+	[BPFS_STAT_USTACK_NOINFO] = "user stacks cut: no unwind info (code without a table or "
+				    "frame pointer)",
+	[BPFS_STAT_USTACK_BADFRAME] = "user stacks cut: bad frame (stack not rising, return "
+				      "address outside the executable mappings)",
 	[BPFS_STAT_RECS_UNSENT] = "records not sent (ring full)",
 	[BPFS_STAT_STACK_RECS_LOST] = "of them stack records (read from the map instead)",
 	[BPFS_STAT_NOTIFY_LOST] = "new-process notifications dropped",
@@ -488,7 +497,7 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 		print_group(f, "lost:", st, BPFS_STAT_LOST_COUNTS_FULL, BPFS_STAT_LOST_RING_FULL);
 	else
 		fprintf(f, "  lost: 0\n");
-	print_group(f, "incomplete:", st, BPFS_STAT_USTACK_ERR, BPFS_STAT_KSTACK_TRUNC);
+	print_group(f, "incomplete:", st, BPFS_STAT_USTACK_ERR, BPFS_STAT_USTACK_BADFRAME);
 	print_group(f, "other:", st, BPFS_STAT_STACK_RECS_LOST, BPFS_STAT_MAP_RECS_LOST);
 	if (ss->gaps || v[BPFS_STAT_RECS_UNSENT])
 		fprintf(f, "  rings: %" PRIu64 " records not sent (ring full), %" PRIu64

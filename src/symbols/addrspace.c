@@ -69,6 +69,8 @@ struct addrspace {
 	struct vec announced;  /* pids to read at once (int) */
 	struct filecache *fc;
 	bool tracking;	       /* mappings followed as made */
+	addrspace_maps_fn on_maps;
+	void *on_maps_ctx;
 	struct addrspace_stats stats;
 };
 
@@ -131,6 +133,12 @@ void addrspace__free(struct addrspace *as)
 void addrspace__set_tracking(struct addrspace *as, bool on)
 {
 	as->tracking = on;
+}
+
+void addrspace__set_maps_hook(struct addrspace *as, addrspace_maps_fn fn, void *ctx)
+{
+	as->on_maps = fn;
+	as->on_maps_ctx = ctx;
 }
 
 static struct proc *find_proc(const struct addrspace *as, int pid)
@@ -308,6 +316,8 @@ static void load_maps(struct addrspace *as, struct proc *p)
 		anon_exec |= !pm->maps[i].path;
 	}
 	keep_snapshot(as, p, s);
+	if (as->on_maps)
+		as->on_maps(as->on_maps_ctx, p->pid, pm);
 	if (anon_exec)
 		load_perf_map(p);
 	if (!p->reads++)

@@ -13,6 +13,7 @@
 
 #include "debuginfo.h"
 #include "dwarf_lines.h"
+#include "ehframe.h"
 #include "elf_syms.h"
 #include "filecache.h"
 #include "hashmap.h"
@@ -41,6 +42,9 @@ struct file_rec {
 				  * filecache__known) */
 	unsigned int refs;	 /* mappings that hold it (filecache__put) */
 	unsigned int idle;	 /* sweeps it has spent with no holder */
+	struct ehframe *funcs;	 /* its functions from .eh_frame, read the
+				  * first time a frame in it had no symbol */
+	bool funcs_tried;
 };
 
 /* The symbols of one build-ID, shared by every file that has it, and the
@@ -135,6 +139,7 @@ void filecache__free(struct filecache *fc)
 		close_fd(fc, r);
 		symtab__free(r->owned);
 		dwlines__free(r->owned_lines);
+		ehframe__free(r->funcs);
 		free(r->path);
 		free(r);
 	}
@@ -495,6 +500,7 @@ size_t filecache__sweep(struct filecache *fc, unsigned int idle)
 			hashmap__delete(fc->files, &r->key, NULL, NULL);
 		release_symbols(fc, r);
 		close_fd(fc, r);
+		ehframe__free(r->funcs);
 		free(r->path);
 		free(r);
 		fc->stats.released++;
@@ -513,6 +519,24 @@ size_t filecache__sweep(struct filecache *fc, unsigned int idle)
 			fc->stats.dwarf_released++;
 	}
 	return released;
+}
+
+uint64_t filecache__func_start(struct filecache *fc, const struct mapped_file *f, int pid,
+				const struct procmap *m, uint64_t vaddr)
+{
+	struct file_rec *r = (struct file_rec *)f; /* pub is the first member */
+	char path[4096 + 64];
+	struct stat sb;
+
+	if (!r)
+		return 0;
+	if (!r->funcs_tried) {
+		r->funcs_tried = true;
+		if (!find_file(pid, m, path, sizeof(path), &sb) &&
+		    !ehframe__load(path, &r->funcs))
+			fc->stats.symtab_bytes += ehframe__mem_bytes(r->funcs);
+	}
+	return r->funcs ? ehframe__func_start(r->funcs, vaddr) : 0;
 }
 
 const struct symtab *filecache__vdso(struct filecache *fc)

@@ -141,6 +141,11 @@ void symbolizer__set_tracking(struct symbolizer *sym, bool on)
 	addrspace__set_tracking(sym->as, on);
 }
 
+void symbolizer__set_maps_hook(struct symbolizer *sym, addrspace_maps_fn fn, void *ctx)
+{
+	addrspace__set_maps_hook(sym->as, fn, ctx);
+}
+
 void symbolizer__refresh(struct symbolizer *sym)
 {
 	addrspace__refresh(sym->as);
@@ -228,8 +233,16 @@ void symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t ad
 	out->loc.vaddr = vaddr + (addr - look);
 	out->elf_addr = out->loc.vaddr;
 	out->name = st ? symtab__find(st, vaddr, &out->sym_offset) : NULL;
-	if (out->name)
+	if (out->name) {
 		sym->user_named++;
+	} else if (hit.file) {
+		/* no symbol: named by the start of its function (its FDE), so
+		 * a stripped function's samples stay in one place */
+		uint64_t start = filecache__func_start(sym->fc, hit.file, pid, hit.m, vaddr);
+
+		if (start)
+			out->elf_addr = start;
+	}
 	/* the looked-up address: a return address's call instruction */
 	if (hit.file && hit.file->lines &&
 	    !dwlines__find(hit.file->lines, vaddr, &out->lines, &out->nr_lines) && out->nr_lines)

@@ -26,9 +26,9 @@ done
 
 # Deeper than --max-stack-depth: cut, and said so.
 profile "$TMP/cut.folded" -F 999 --max-stack-depth 300 -- "$W/recurse" 1000 1 || fail "cut run"
-cut=$(samples_matching "$TMP/cut.folded" '^recurse;[[]truncated[]];(recurse;){2}')
+cut=$(samples_matching "$TMP/cut.folded" '^recurse;[[]truncated: max depth[]];(recurse;){2}')
 all=$(samples_with "$TMP/cut.folded" recurse_leaf)
-within "stacks over --max-stack-depth start with [truncated]" "$(ratio "$cut" "$all")" 1 0.02
+within "stacks over --max-stack-depth start with [truncated: max depth]" "$(ratio "$cut" "$all")" 1 0.02
 
 # --format samples: one line per sample; per-CPU monotonic time inside the
 # run's window; samples per thread match the thread's CPU time.

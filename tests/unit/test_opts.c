@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <linux/types.h>
+
+#include "bpfsampler/sampler_abi.h"
 #include "log.h"
 #include "opts.h"
 #include "writer.h"
@@ -29,7 +32,32 @@ static void test_defaults(void)
 	CHECK(o.output == NULL && o.command == NULL, "stdout, no command");
 	CHECK(o.map_entries == OPTS_DEFAULT_MAP_ENTRIES, "map entries");
 	CHECK(o.stack_entries == OPTS_DEFAULT_STACK_ENTRIES, "stack entries");
+	CHECK(o.unwind == BPFS_UNWIND_AUTO && o.unwind_rows == 1U << 20,
+	      "unwind tables by default, 1M rows: %u %u", o.unwind, o.unwind_rows);
 	opts__free(&o);
+}
+
+static void test_unwind(void)
+{
+	static const struct {
+		char *arg;
+		unsigned int mode;
+	} modes[] = { { "auto", BPFS_UNWIND_AUTO }, { "dwarf", BPFS_UNWIND_DWARF },
+		      { "fp", BPFS_UNWIND_FP } };
+	struct opts o;
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		CHECK(PARSE(&o, "--unwind", modes[i].arg) == OPTS_RUN, "--unwind %s", modes[i].arg);
+		CHECK(o.unwind == modes[i].mode, "--unwind %s: mode %u", modes[i].arg, o.unwind);
+		opts__free(&o);
+	}
+	CHECK(PARSE(&o, "--unwind-rows", "5000") == OPTS_RUN && o.unwind_rows == 5000,
+	      "--unwind-rows");
+	opts__free(&o);
+	CHECK(PARSE(&o, "--unwind", "DWARF") == OPTS_USAGE, "modes are lowercase");
+	CHECK(PARSE(&o, "--unwind", "") == OPTS_USAGE, "empty mode");
+	CHECK(PARSE(&o, "--unwind-rows", "0") == OPTS_USAGE, "no rows");
+	CHECK(PARSE(&o, "--unwind-rows", "67108865") == OPTS_USAGE, "too many rows");
 }
 
 static void test_all_options(void)
@@ -242,6 +270,7 @@ int main(void)
 {
 	log_set_level(LOG_ERROR);
 	RUN(test_defaults);
+	RUN(test_unwind);
 	RUN(test_all_options);
 	RUN(test_stream_options);
 	RUN(test_agent_ring_size);

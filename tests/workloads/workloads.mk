@@ -15,7 +15,7 @@ WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recu
 	libwork.so uselib syscalls cache branch fork_short cpuburn jit \
 	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock bpf_spin \
 	churn churn_child cxxwork rustwork forkstorm stackfan badfp inlined swevents \
-	getppid_loop mapstorm)
+	getppid_loop mapstorm nofp nofp-stripped)
 # C++ and Rust names for the demangling tests. g++ at -O1 with frame
 # pointers; Debian's rustc (tools/install-deps.sh), not a rustup one earlier
 # on PATH: its default mangling (legacy, in 1.63) is what the test expects.
@@ -89,3 +89,13 @@ $(WL_OUT)/%: $(WL_SRC)/%.c $(WL_MK) | $(WL_OUT)
 	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) $< -o $@
 
 -include $(wildcard $(WL_OUT)/*.d)
+
+# Without frame pointers (the way Debian builds): only unwind tables walk it.
+$(WL_OUT)/nofp: $(WL_SRC)/nofp.c $(WL_MK) | $(WL_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -fomit-frame-pointer -fno-inline-functions-called-once $(WL_DEPFLAGS) $< -o $@
+
+# Its functions have no names: grouped by the start of their FDE.
+$(WL_OUT)/nofp-stripped: $(WL_OUT)/nofp
+	$(call msg,STRIP,$@)
+	$(Q)strip --strip-all -o $@ $<

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The user stack walked through unwind tables (docs/design.md, "Unwinding
+ * without frame pointers"), included by sampler.bpf.c after the frame
+ * pointer walk, whose state (struct ustack) and reads it shares.
+ *
+ * The loader fills `unwind_rows` with the rows of every file it has read
+ * (src/unwind/), and `unwind_procs` with each process's executable
+ * mappings and the slice of rows of each. Per frame: find the mapping of
+ * the address, the row that covers it (binary search), compute the CFA,
+ * read the return address at CFA - 8 and the caller's rbp where the row
+ * says it was saved, and check that the stack rises. Where a mapping has no
+ * table (JIT code, a file without .eh_frame) one frame-pointer step is taken
+ * instead (--unwind auto), and the next frame goes back to the tables.
+ * Every walk that ends before the outermost frame says why (flags).
+ */
+#ifndef BPFSAMPLER_UNWIND_BPF_H
+#define BPFSAMPLER_UNWIND_BPF_H
+
+/* Sized by the loader (--unwind-rows) and written through mmap. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct bpfs_unwind_row);
+} unwind_rows SEC(".maps");
+
+/* Only the loader inserts (never from the sampling interrupt), so it need
+ * not be preallocated: 4 KiB a process. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct bpfs_unwind_proc);
+} unwind_procs SEC(".maps");
+
+const volatile __u32 unwind_mode = BPFS_UNWIND_FP;
+
+/* Binary-search bounds for the verifier: 2^7 mappings, 2^24 rows. */
+#define UNWIND_MAP_STEPS 7
+#define UNWIND_ROW_STEPS 24
+
+/* The binary searches run under bpf_loop, one step per call: inlined, the
+ * verifier walks every step's branches at every frame and call site (over
+ * the 1M-instruction limit). Invariant: the answer is in [lo, hi). */
+struct usearch {
+	const struct bpfs_unwind_proc *proc;
+	__u64 x;
+	__u32 lo, hi;
+	__u32 first;   /* rows: the map's first row */
+	__u32 missing; /* a row could not be read */
+	__u64 next;    /* rows: pc of the first row above x */
+};
+
+static long map_search_step(__u64 i, void *data)
+{
+	struct usearch *s = data;
+	__u32 mid;
+
+	if (s->hi - s->lo <= 1)
+		return 1;
+	mid = (s->lo + s->hi) / 2;
+	if (s->proc->m[mid & (BPFS_UNWIND_MAPS - 1)].start <= s->x)
+		s->lo = mid;
+	else
+		s->hi = mid;
+	return 0;
+}
+
+/* The mapping of addr in proc, or -1. */
+static __always_inline int unwind_find_map(const struct bpfs_unwind_proc *proc, __u64 addr)
+{
+	struct usearch s = { .proc = proc, .x = addr, .hi = proc->nr };
+	__u32 lo;
+
+	if (s.hi > BPFS_UNWIND_MAPS)
+		s.hi = BPFS_UNWIND_MAPS;
+	if (!s.hi || addr < proc->m[0].start)
+		return -1;
+	bpf_loop(UNWIND_MAP_STEPS + 1, map_search_step, &s, 0);
+	lo = s.lo & (BPFS_UNWIND_MAPS - 1);
+	return addr < proc->m[lo].end ? (int)lo : -1;
+}
+
+/* The same, trying the mapping found last first: a stack's frames are
+ * mostly in a few files. */
+static __always_inline int unwind_map_of(struct ustack *st, const struct bpfs_unwind_proc *proc,
+					 __u64 addr)
+{
+	__s32 last = st->map_idx;
+	int mi;
+
+	if (last >= 0 && last < BPFS_UNWIND_MAPS && last < proc->nr &&
+	    addr >= proc->m[last].start && addr < proc->m[last].end)
+		return last;
+	mi = unwind_find_map(proc, addr);
+	st->map_idx = mi;
+	return mi;
+}
+
+static long row_search_step(__u64 i, void *data)
+{
+	struct usearch *s = data;
+	struct bpfs_unwind_row *r;
+	__u32 mid, key;
+
+	if (s->hi - s->lo <= 1)
+		return 1;
+	mid = (s->lo + s->hi) / 2;
+	key = s->first + mid;
+	r = bpf_map_lookup_elem(&unwind_rows, &key);
+	if (!r) {
+		s->missing = 1;
+		return 1;
+	}
+	if (r->pc <= s->x) {
+		s->lo = mid;
+	} else {
+		s->hi = mid;
+		s->next = r->pc;
+	}
+	return 0;
+}
+
+/* The row covering file address x among the map's rows, copied into
+ * st->row, with the range it covers in the process's addresses cached
+ * (recursion and loops find the same row again without a search). */
+static __always_inline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map *m,
+					    __u64 look)
+{
+	struct usearch s = { .x = look - m->bias, .hi = m->row_nr, .first = m->row_first,
+			     .next = ~0ULL };
+	struct bpfs_unwind_row *r;
+	__u32 key;
+
+	if (st->row_ok && look >= st->row_lo && look < st->row_hi)
+		return true;
+	key = m->row_first;
+	r = bpf_map_lookup_elem(&unwind_rows, &key);
+	if (!r || !s.hi || r->pc > s.x)
+		return false;
+	bpf_loop(UNWIND_ROW_STEPS + 1, row_search_step, &s, 0);
+	if (s.missing)
+		return false;
+	key = m->row_first + s.lo;
+	r = bpf_map_lookup_elem(&unwind_rows, &key);
+	if (!r)
+		return false;
+	st->row = *r;
+	st->row_lo = r->pc + m->bias;
+	st->row_hi = s.next == ~0ULL ? m->end : s.next + m->bias;
+	st->row_ok = 1;
+	return true;
+}
+
+/* A word of user stack at addr (8-aligned: CFAs are): from the window of
+ * stack memory read last when it holds it, else through a new window read
+ * at addr (stacks are walked upwards, so one read serves several frames,
+ * as in the frame-pointer walk). */
+static __always_inline bool unwind_read(struct ustack *st, struct uwin *win, __u64 *dst,
+					__u64 addr, bool sleepable)
+{
+	__u64 off;
+
+	if (addr & 7) {
+		if (sleepable)
+			return !bpf_copy_from_user(dst, sizeof(*dst), (void *)addr);
+		return !bpf_probe_read_user(dst, sizeof(*dst), (void *)addr);
+	}
+	off = (addr - st->base) / 8;
+	if (!st->words || addr < st->base || off >= st->words) {
+		st->base = addr;
+		off = 0;
+		st->words = sleepable ? read_window_sleepable(win, addr) : read_window(win, addr);
+		if (!st->words)
+			return false;
+	}
+	*dst = win->w[off & (UWIN_WORDS - 1)];
+	return true;
+}
+
+/* Ends the walk with a reason (a sample flag). */
+static __always_inline long unwind_stop(struct ustack *st, __u32 reason)
+{
+	st->reason |= reason;
+	return 1;
+}
+
+/* One frame: from the registers of frame nr - 1 to its caller's. */
+static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
+					const struct bpfs_unwind_proc *proc, bool sleepable)
+{
+	__u32 nr = st->nr;
+	__u64 pc, look, sp = st->sp, bp = st->fp, cfa, ra = 0, nbp = bp;
+	const struct bpfs_unwind_map *m;
+	int mi;
+
+	if (nr >= max_depth || nr >= BPFS_MAX_USER_DEPTH || !nr)
+		return 1; /* the caller flags the depth limit */
+	if (nr >= st->limit) {
+		st->limited = 1;
+		return 1;
+	}
+	pc = st->ips[(nr - 1) & (BPFS_MAX_USER_DEPTH - 1)];
+	/* a return address is one past the call: look the call up */
+	look = nr == 1 ? pc : pc - 1;
+	mi = unwind_map_of(st, proc, look);
+	m = mi >= 0 ? &proc->m[mi & (BPFS_UNWIND_MAPS - 1)] : NULL;
+	if (m && m->row_nr) {
+		struct bpfs_unwind_row *r = &st->row;
+
+		if (!unwind_find_row(st, m, look))
+			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
+		switch (r->cfa_type) {
+		case BPFS_CFA_END:
+			return 1; /* the outermost frame: the stack is whole */
+		case BPFS_CFA_RSP:
+			cfa = sp + r->cfa_off;
+			break;
+		case BPFS_CFA_RBP:
+			cfa = bp + r->cfa_off;
+			break;
+		case BPFS_CFA_PLT:
+			cfa = sp + 8 + ((pc & 15) >= (__u64)r->cfa_off ? 8 : 0);
+			break;
+		default:
+			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
+		}
+		if (cfa <= sp || cfa - sp >= MAX_STACK_SPAN)
+			return unwind_stop(st, BPFS_F_USTACK_BADFRAME);
+		if (!unwind_read(st, win, &ra, cfa - 8, sleepable)) {
+			st->fault = 1;
+			return 1;
+		}
+		if (r->rbp_type == BPFS_RBP_CFA &&
+		    !unwind_read(st, win, &nbp, cfa + (__s64)r->rbp_off * 8, sleepable)) {
+			st->fault = 1;
+			return 1;
+		}
+	} else {
+		/* no table: a frame-pointer step, where allowed */
+		if (unwind_mode == BPFS_UNWIND_DWARF)
+			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
+		if (!bp)
+			return 1; /* the chain's end, the ABI's way */
+		if (bp < sp || bp - sp >= MAX_STACK_SPAN || (bp & 7))
+			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
+		if (!unwind_read(st, win, &nbp, bp, sleepable) ||
+		    !unwind_read(st, win, &ra, bp + 8, sleepable)) {
+			st->fault = 1;
+			return 1;
+		}
+		cfa = bp + 16;
+	}
+	if (!ra)
+		return 1; /* a zeroed return address: the thread's first frame */
+	/* a return address outside every executable mapping is not a frame */
+	if (unwind_map_of(st, proc, ra - 1) < 0)
+		return unwind_stop(st, BPFS_F_USTACK_BADFRAME);
+	st->ips[nr & (BPFS_MAX_USER_DEPTH - 1)] = ra;
+	st->nr = nr + 1;
+	st->sp = cfa;
+	st->fp = nbp;
+	return 0;
+}
+
+struct unwind_walk {
+	struct ustack *st;
+	struct uwin *win;
+	const struct bpfs_unwind_proc *proc;
+};
+
+static long unwind_frame(__u64 i, void *data)
+{
+	struct unwind_walk *w = data;
+
+	return unwind_step(w->st, w->win, w->proc, false);
+}
+
+static long unwind_frame_sleepable(__u64 i, void *data)
+{
+	struct unwind_walk *w = data;
+
+	return unwind_step(w->st, w->win, w->proc, true);
+}
+
+/* The process's unwind tables, when they are used and loaded. */
+static __always_inline const struct bpfs_unwind_proc *unwind_proc(__u32 pid)
+{
+	if (unwind_mode == BPFS_UNWIND_FP)
+		return NULL;
+	return bpf_map_lookup_elem(&unwind_procs, &pid);
+}
+
+/* Walks st (set up by walk_from) through the tables of proc. */
+static __always_inline void unwind_walk(struct ustack *st, struct uwin *win,
+					const struct bpfs_unwind_proc *proc, bool sleepable)
+{
+	struct unwind_walk w = { .st = st, .win = win, .proc = proc };
+
+	if (sleepable)
+		bpf_loop(BPFS_MAX_USER_DEPTH, unwind_frame_sleepable, &w, 0);
+	else
+		bpf_loop(BPFS_MAX_USER_DEPTH, unwind_frame, &w, 0);
+}
+
+#endif

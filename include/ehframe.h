@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Unwind tables: a file's .eh_frame turned into the compact rows the BPF
+ * walk reads (struct bpfs_unwind_row, sorted by pc, each valid up to the
+ * next row's pc), through elfutils' libdw. Rows that the walk cannot follow
+ * (expression rules, a CFA on another register, a return address not at
+ * CFA - 8) are kept as BPFS_CFA_NONE, so the walk stops honestly there;
+ * addresses between functions get a NONE row too. x86_64 only.
+ */
+#ifndef BPFSAMPLER_EHFRAME_H
+#define BPFSAMPLER_EHFRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "bpfsampler/sampler_abi.h"
+
+struct ehframe;
+
+/* An executable PT_LOAD segment: how file offsets map to the addresses
+ * the rows use (row pc = address - (start - pgoff + offset - vaddr)). */
+struct ehframe_seg {
+	uint64_t offset;
+	uint64_t vaddr;
+	uint64_t filesz;
+};
+
+struct ehframe_stats {
+	size_t fdes;	    /* functions (FDEs) read */
+	size_t rows;	    /* rows after merging identical neighbours */
+	size_t unsupported; /* of which BPFS_CFA_NONE inside a function */
+};
+
+/* Reads path's .eh_frame (via .eh_frame_hdr's sorted FDE table). Returns 0,
+ * -ENOENT when the file has no usable .eh_frame_hdr, or -errno. */
+int ehframe__load(const char *path, struct ehframe **out);
+void ehframe__free(struct ehframe *t);
+const struct bpfs_unwind_row *ehframe__rows(const struct ehframe *t, size_t *nr);
+/* The row that covers file address pc, or NULL (below the first row). */
+const struct bpfs_unwind_row *ehframe__find(const struct ehframe *t, uint64_t pc);
+/* The start of the function (FDE) that contains pc: 0 when none does. */
+uint64_t ehframe__func_start(const struct ehframe *t, uint64_t pc);
+const struct ehframe_seg *ehframe__segs(const struct ehframe *t, size_t *nr);
+void ehframe__stats(const struct ehframe *t, struct ehframe_stats *out);
+/* Heap bytes held by t. */
+size_t ehframe__mem_bytes(const struct ehframe *t);
+
+#endif

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The unwind tables the BPF walk reads, kept in step with the processes:
+ * one table per file (by build-ID, else device and inode), built from
+ * .eh_frame (ehframe.h) the first time a process maps the file, written into
+ * the BPF rows array, and shared by every process that maps it; each
+ * process's executable mappings go into the BPF per-process map with the
+ * slice of rows of their file. A table is released when no live process
+ * maps its file any more (unwinder__sweep), and its rows are reused.
+ */
+#ifndef BPFSAMPLER_UNWINDER_H
+#define BPFSAMPLER_UNWINDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "bpfsampler/sampler_abi.h"
+
+struct procmaps;
+struct sampler;
+struct symbolizer;
+struct unwinder;
+
+/* Rows held by default (--unwind-rows): 16 bytes each, 16 MiB of kernel
+ * memory. Debian's libc takes 28k rows, python3.11 65k, libLLVM-14 949k. */
+#define UNWINDER_DEFAULT_ROWS (1U << 20)
+
+struct unwinder_opts {
+	struct bpfs_unwind_row *rows; /* the BPF array, mapped (sampler.h) */
+	uint32_t max_rows;
+	int procs_fd;		      /* the BPF per-process hash */
+};
+
+struct unwinder_stats {
+	uint64_t tables;	/* tables held now */
+	uint64_t built;		/* tables built from .eh_frame */
+	uint64_t no_table;	/* files without a usable .eh_frame */
+	uint64_t full;		/* tables not loaded: the rows were full */
+	uint64_t released;	/* tables released (no process maps the file) */
+	uint64_t rows;		/* rows in use now */
+	uint64_t rows_peak;	/* the most rows ever in use at once */
+	uint64_t max_rows;
+	uint64_t build_ns;	/* time spent building tables */
+	uint64_t processes;	/* processes with tables now */
+	uint64_t maps_left_out; /* mappings over BPFS_UNWIND_MAPS per process */
+	uint64_t update_errors; /* per-process entries the kernel refused */
+};
+
+int unwinder__new(const struct unwinder_opts *o, struct unwinder **out);
+/* Removes every process entry it wrote; NULL is a no-op. */
+void unwinder__free(struct unwinder *u);
+/* pm: the executable mappings pid has now (read from /proc while it
+ * lives). Tables of files not seen before are built now. */
+void unwinder__note_maps(struct unwinder *u, int pid, const struct procmaps *pm);
+/* Forgets exited processes, and releases the tables no process holds.
+ * Returns how many tables went. */
+size_t unwinder__sweep(struct unwinder *u);
+void unwinder__stats(const struct unwinder *u, struct unwinder_stats *out);
+/* The usual set-up: tables in the sampler's BPF maps (sampler__new done,
+ * --unwind not fp), following every process the symbolizer reads but
+ * ourselves. Unhook with symbolizer__set_maps_hook(sym, NULL, NULL)
+ * before unwinder__free. */
+int unwinder__start(struct sampler *s, struct symbolizer *sym, uint32_t max_rows,
+		    struct unwinder **out);
+
+#endif

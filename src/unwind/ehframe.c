@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * .eh_frame to unwind rows. The functions come from .eh_frame_hdr's sorted
+ * table (found through PT_GNU_EH_FRAME, so a stripped file has it too);
+ * libdw runs each function's CFA program: dwarf_cfi_addrframe gives the row
+ * at an address and the range it covers, so stepping from range to range
+ * lists the function's rows. Identical neighbours are merged.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ehframe.h"
+#include "log.h"
+#include "vec.h"
+
+/* DWARF register numbers on x86_64. */
+#define DW_REG_RBP 6
+#define DW_REG_RSP 7
+#define DW_REG_RA 16
+
+/* A function as its FDE covers it. */
+struct func {
+	uint64_t start;
+	uint64_t end;
+};
+
+struct ehframe {
+	struct vec rows;  /* struct bpfs_unwind_row, sorted by pc */
+	struct vec funcs; /* struct func, sorted by start */
+	struct vec segs;  /* struct ehframe_seg */
+	struct ehframe_stats stats;
+};
+
+/* .eh_frame_hdr encodings (LSB "Exception Frame Header"). */
+#define DW_EH_PE_udata4 0x03
+#define DW_EH_PE_sdata4 0x0b
+#define DW_EH_PE_pcrel 0x10
+#define DW_EH_PE_datarel 0x30
+
+static int32_t rd_s32(const unsigned char *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* The function starts listed in .eh_frame_hdr, sorted. Only the encodings
+ * every x86_64 toolchain writes (sdata4 relative to the header) are read. */
+static int read_hdr_table(Elf *elf, struct vec *funcs)
+{
+	const unsigned char *p;
+	GElf_Phdr ph, *hdr = NULL;
+	uint32_t count;
+	Elf_Data *d;
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_GNU_EH_FRAME) {
+			hdr = &ph;
+			break;
+		}
+	}
+	if (!hdr)
+		return -ENOENT;
+	d = elf_getdata_rawchunk(elf, hdr->p_offset, hdr->p_filesz, ELF_T_BYTE);
+	if (!d || d->d_size < 12)
+		return -EINVAL;
+	p = d->d_buf;
+	if (p[0] != 1 || (p[1] & 0x0f) != DW_EH_PE_sdata4 ||
+	    p[2] != DW_EH_PE_udata4 || p[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
+		return -ENOTSUP;
+	memcpy(&count, p + 8, sizeof(count));
+	if ((uint64_t)count * 8 > d->d_size - 12)
+		return -EINVAL;
+	if (vec__reserve(funcs, count))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < count; i++) {
+		struct func *f = vec__push(funcs);
+
+		f->start = hdr->p_vaddr + (int64_t)rd_s32(p + 12 + 8 * i);
+	}
+	return 0;
+}
+
+static int read_segs(Elf *elf, struct vec *segs)
+{
+	GElf_Phdr ph;
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		struct ehframe_seg *s;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		s = vec__push(segs);
+		if (!s)
+			return -ENOMEM;
+		s->offset = ph.p_offset;
+		s->vaddr = ph.p_vaddr;
+		s->filesz = ph.p_filesz;
+	}
+	return 0;
+}
+
+/* Whether ops is the PLT's CFA expression (binutils writes it for .plt):
+ * rsp + 8 + ((((rip & 15) >= N)) << 3). *thr gets N. */
+static bool plt_expr(const Dwarf_Op *ops, size_t nops, int32_t *thr)
+{
+	if (nops != 9 || ops[0].atom != DW_OP_breg7 || ops[0].number != 8 ||
+	    ops[1].atom != DW_OP_breg16 || ops[1].number != 0 || ops[2].atom != DW_OP_lit15 ||
+	    ops[3].atom != DW_OP_and || ops[4].atom < DW_OP_lit0 || ops[4].atom > DW_OP_lit31 ||
+	    ops[5].atom != DW_OP_ge || ops[6].atom != DW_OP_lit3 || ops[7].atom != DW_OP_shl ||
+	    ops[8].atom != DW_OP_plus)
+		return false;
+	*thr = ops[4].atom - DW_OP_lit0;
+	return true;
+}
+
+/* A register saved at CFA + off: libdw spells it call_frame_cfa, then
+ * plus_uconst (a two's complement offset) when off is not 0. */
+static bool saved_at_cfa(const Dwarf_Op *ops, size_t nops, int64_t *off)
+{
+	if (nops < 1 || ops[0].atom != DW_OP_call_frame_cfa)
+		return false;
+	if (nops == 1) {
+		*off = 0;
+		return true;
+	}
+	if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
+		*off = (int64_t)ops[1].number;
+		return true;
+	}
+	return false;
+}
+
+/* The row at pc described by frame. */
+static void make_row(Dwarf_Frame *fr, uint64_t pc, struct bpfs_unwind_row *r)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t nops;
+	int64_t off;
+	int32_t thr;
+
+	memset(r, 0, sizeof(*r));
+	r->pc = pc;
+	r->cfa_type = BPFS_CFA_NONE;
+	/* the return address first: undefined marks the outermost frame */
+	if (dwarf_frame_register(fr, DW_REG_RA, mem, &ops, &nops))
+		return;
+	if (nops == 0 && ops == mem) {
+		r->cfa_type = BPFS_CFA_END;
+		return;
+	}
+	if (!saved_at_cfa(ops, nops, &off) || off != -8)
+		return;
+	if (dwarf_frame_cfa(fr, &ops, &nops))
+		return;
+	if (nops == 1 && ops[0].atom == DW_OP_bregx &&
+	    (ops[0].number == DW_REG_RSP || ops[0].number == DW_REG_RBP) &&
+	    (int64_t)ops[0].number2 >= INT32_MIN && (int64_t)ops[0].number2 <= INT32_MAX) {
+		r->cfa_type = ops[0].number == DW_REG_RSP ? BPFS_CFA_RSP : BPFS_CFA_RBP;
+		r->cfa_off = (int32_t)ops[0].number2;
+	} else if (plt_expr(ops, nops, &thr)) {
+		r->cfa_type = BPFS_CFA_PLT;
+		r->cfa_off = thr;
+	} else {
+		return;
+	}
+	if (dwarf_frame_register(fr, DW_REG_RBP, mem, &ops, &nops))
+		return;
+	if (nops && saved_at_cfa(ops, nops, &off) && !(off & 7) && off / 8 >= INT16_MIN &&
+	    off / 8 <= INT16_MAX) {
+		r->rbp_type = BPFS_RBP_CFA;
+		r->rbp_off = (int16_t)(off / 8);
+	}
+	/* anything else: the caller's rbp is ours, or cannot be had; a later
+	 * rbp-based CFA is then checked by the walk (the stack must rise) */
+}
+
+static bool same_rule(const struct bpfs_unwind_row *a, const struct bpfs_unwind_row *b)
+{
+	return a->cfa_type == b->cfa_type && a->cfa_off == b->cfa_off &&
+	       a->rbp_type == b->rbp_type && a->rbp_off == b->rbp_off;
+}
+
+static int add_row(struct ehframe *t, const struct bpfs_unwind_row *r)
+{
+	struct bpfs_unwind_row *last = t->rows.nr ? vec__at(&t->rows, t->rows.nr - 1) : NULL, *n;
+
+	if (last && same_rule(last, r))
+		return 0;
+	if (last && last->pc == r->pc) { /* an empty range: the later rule wins */
+		*last = *r;
+		return 0;
+	}
+	n = vec__push(&t->rows);
+	if (!n)
+		return -ENOMEM;
+	*n = *r;
+	return 0;
+}
+
+/* The rows of the function at funcs[i], up to the next function. */
+static int read_function(struct ehframe *t, Dwarf_CFI *cfi, size_t i)
+{
+	struct func *f = vec__at(&t->funcs, i);
+	uint64_t pc = f->start;
+	uint64_t limit = i + 1 < t->funcs.nr ? f[1].start : UINT64_MAX;
+	struct bpfs_unwind_row r;
+	int err;
+
+	t->stats.fdes++;
+	while (pc < limit) {
+		Dwarf_Addr start, end;
+		Dwarf_Frame *fr;
+
+		if (dwarf_cfi_addrframe(cfi, pc, &fr))
+			break;
+		if (dwarf_frame_info(fr, &start, &end, NULL) < 0 || end <= pc) {
+			free(fr);
+			break;
+		}
+		make_row(fr, pc, &r);
+		free(fr);
+		if (r.cfa_type == BPFS_CFA_NONE)
+			t->stats.unsupported++;
+		err = add_row(t, &r);
+		if (err)
+			return err;
+		pc = end;
+	}
+	f->end = pc;
+	/* past the function's last row, up to the next: no unwind info */
+	if (pc < limit) {
+		memset(&r, 0, sizeof(r));
+		r.pc = pc;
+		return add_row(t, &r);
+	}
+	return 0;
+}
+
+static int cmp_func(const void *a, const void *b)
+{
+	uint64_t x = ((const struct func *)a)->start, y = ((const struct func *)b)->start;
+
+	return x < y ? -1 : x > y;
+}
+
+static int build(struct ehframe *t, Elf *elf)
+{
+	Dwarf_CFI *cfi;
+	size_t w = 0;
+	int err;
+
+	err = read_segs(elf, &t->segs);
+	if (!err)
+		err = read_hdr_table(elf, &t->funcs);
+	if (err)
+		return err;
+	/* sorted already by the linker; make sure, and drop duplicates */
+	qsort(t->funcs.data, t->funcs.nr, sizeof(struct func), cmp_func);
+	for (size_t i = 0; i < t->funcs.nr; i++) {
+		struct func *f = vec__at(&t->funcs, i);
+
+		if (!w || f->start != ((struct func *)vec__at(&t->funcs, w - 1))->start)
+			*(struct func *)vec__at(&t->funcs, w++) = *f;
+	}
+	t->funcs.nr = w;
+	cfi = dwarf_getcfi_elf(elf);
+	if (!cfi)
+		return -ENOENT;
+	for (size_t i = 0; i < t->funcs.nr; i++) {
+		err = read_function(t, cfi, i);
+		if (err)
+			break;
+	}
+	dwarf_cfi_end(cfi);
+	t->stats.rows = t->rows.nr;
+	return err;
+}
+
+int ehframe__load(const char *path, struct ehframe **out)
+{
+	struct ehframe *t;
+	Elf *elf = NULL;
+	int fd, err;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		err = -ENOMEM;
+		goto out;
+	}
+	t->rows = VEC_INIT(struct bpfs_unwind_row);
+	t->funcs = VEC_INIT(struct func);
+	t->segs = VEC_INIT(struct ehframe_seg);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -EINVAL;
+		goto out;
+	}
+	err = build(t, elf);
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	if (err) {
+		ehframe__free(t);
+		return err;
+	}
+	*out = t;
+	return 0;
+}
+
+void ehframe__free(struct ehframe *t)
+{
+	if (!t)
+		return;
+	vec__free(&t->rows);
+	vec__free(&t->funcs);
+	vec__free(&t->segs);
+	free(t);
+}
+
+const struct bpfs_unwind_row *ehframe__rows(const struct ehframe *t, size_t *nr)
+{
+	*nr = t->rows.nr;
+	return t->rows.data;
+}
+
+static unsigned long long row_key(const void *e)
+{
+	return ((const struct bpfs_unwind_row *)e)->pc;
+}
+
+static unsigned long long func_key(const void *e)
+{
+	return ((const struct func *)e)->start;
+}
+
+const struct bpfs_unwind_row *ehframe__find(const struct ehframe *t, uint64_t pc)
+{
+	long i = bsearch_last_le(t->rows.data, t->rows.nr, sizeof(struct bpfs_unwind_row), pc,
+				 row_key);
+
+	return i < 0 ? NULL : vec__at(&t->rows, i);
+}
+
+uint64_t ehframe__func_start(const struct ehframe *t, uint64_t pc)
+{
+	long i = bsearch_last_le(t->funcs.data, t->funcs.nr, sizeof(struct func), pc, func_key);
+	const struct func *f = i < 0 ? NULL : vec__at(&t->funcs, i);
+
+	return f && pc < f->end ? f->start : 0;
+}
+
+const struct ehframe_seg *ehframe__segs(const struct ehframe *t, size_t *nr)
+{
+	*nr = t->segs.nr;
+	return t->segs.data;
+}
+
+void ehframe__stats(const struct ehframe *t, struct ehframe_stats *out)
+{
+	*out = t->stats;
+}
+
+size_t ehframe__mem_bytes(const struct ehframe *t)
+{
+	return sizeof(*t) + t->rows.cap * t->rows.elem + t->funcs.cap * t->funcs.elem +
+	       t->segs.cap * t->segs.elem;
+}

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "ehframe.h"
+#include "elf_syms.h"
+#include "hashmap.h"
+#include "log.h"
+#include "procmaps.h"
+#include "sampler.h"
+#include "symbolize.h"
+#include "unwinder.h"
+#include "vec.h"
+
+/* One file's rows in the BPF array. */
+struct table {
+	char key[2 * 64 + 1];	/* build-ID, or "dev:inode" without one */
+	uint32_t first, nr;	/* rows [first, first + nr); nr 0: no table */
+	struct ehframe_seg *segs;
+	size_t nr_segs;
+	unsigned int refs;	/* process mappings that use it */
+};
+
+/* A file as mapped: (device, inode) to its table, so the build-ID is read
+ * once per file. */
+struct file_ent {
+	uint64_t dev, inode;
+	struct table *t;
+};
+
+struct uproc {
+	int pid;
+	struct table *t[BPFS_UNWIND_MAPS]; /* held, one per entry mapping */
+	size_t nr;
+};
+
+/* A free run of rows. */
+struct extent {
+	uint32_t first, nr;
+};
+
+struct unwinder {
+	struct unwinder_opts o;
+	struct hashmap *tables; /* key -> struct table */
+	struct hashmap *files;	/* struct file_ent (dev, inode) -> itself */
+	struct hashmap *procs;	/* pid -> struct uproc */
+	struct vec free;	/* struct extent, sorted by first */
+	struct bpfs_unwind_proc scratch;
+	struct unwinder_stats stats;
+};
+
+static uint64_t hash_file(const void *k)
+{
+	return hashmap__hash_bytes(k, 2 * sizeof(uint64_t), 0);
+}
+
+static bool equal_file(const void *a, const void *b)
+{
+	return !memcmp(a, b, 2 * sizeof(uint64_t));
+}
+
+int unwinder__new(const struct unwinder_opts *o, struct unwinder **out)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+	struct extent *all;
+
+	if (!u)
+		return -ENOMEM;
+	u->o = *o;
+	u->free = VEC_INIT(struct extent);
+	u->tables = hashmap__new(hashmap__hash_str, hashmap__equal_str);
+	u->files = hashmap__new(hash_file, equal_file);
+	u->procs = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	all = vec__push(&u->free);
+	if (!u->tables || !u->files || !u->procs || !all) {
+		unwinder__free(u);
+		return -ENOMEM;
+	}
+	all->first = 0;
+	all->nr = o->max_rows;
+	u->stats.max_rows = o->max_rows;
+	*out = u;
+	return 0;
+}
+
+static void put_table(struct table *t)
+{
+	if (t && t->refs)
+		t->refs--;
+}
+
+void unwinder__free(struct unwinder *u)
+{
+	void *val;
+
+	if (!u)
+		return;
+	for (size_t i = 0; u->procs && hashmap__next(u->procs, &i, NULL, &val);) {
+		struct uproc *p = val;
+
+		bpf_map_delete_elem(u->o.procs_fd, &p->pid);
+		free(p);
+	}
+	for (size_t i = 0; u->files && hashmap__next(u->files, &i, NULL, &val);)
+		free(val);
+	for (size_t i = 0; u->tables && hashmap__next(u->tables, &i, NULL, &val);) {
+		free(((struct table *)val)->segs);
+		free(val);
+	}
+	hashmap__free(u->procs);
+	hashmap__free(u->files);
+	hashmap__free(u->tables);
+	vec__free(&u->free);
+	free(u);
+}
+
+/* First fit; UINT32_MAX when no free run is long enough. */
+static uint32_t rows_alloc(struct unwinder *u, uint32_t n)
+{
+	for (size_t i = 0; i < u->free.nr; i++) {
+		struct extent *e = vec__at(&u->free, i);
+		uint32_t first = e->first;
+
+		if (e->nr < n)
+			continue;
+		e->first += n;
+		e->nr -= n;
+		if (!e->nr) {
+			memmove(e, e + 1, (u->free.nr - i - 1) * sizeof(*e));
+			u->free.nr--;
+		}
+		u->stats.rows += n;
+		if (u->stats.rows > u->stats.rows_peak)
+			u->stats.rows_peak = u->stats.rows;
+		return first;
+	}
+	return UINT32_MAX;
+}
+
+/* Gives rows back, merged with the free runs beside them. */
+static void rows_free(struct unwinder *u, uint32_t first, uint32_t n)
+{
+	size_t i = 0;
+	struct extent *e;
+
+	if (!n)
+		return;
+	u->stats.rows -= n;
+	while (i < u->free.nr && ((struct extent *)vec__at(&u->free, i))->first < first)
+		i++;
+	if (i > 0) {
+		e = vec__at(&u->free, i - 1);
+		if (e->first + e->nr == first) {
+			e->nr += n;
+			if (i < u->free.nr && e->first + e->nr == e[1].first) {
+				e->nr += e[1].nr;
+				memmove(e + 1, e + 2, (u->free.nr - i - 1) * sizeof(*e));
+				u->free.nr--;
+			}
+			return;
+		}
+	}
+	if (i < u->free.nr) {
+		e = vec__at(&u->free, i);
+		if (first + n == e->first) {
+			e->first = first;
+			e->nr += n;
+			return;
+		}
+	}
+	if (!vec__push(&u->free)) {
+		/* out of memory: the rows are lost to reuse, not to safety */
+		u->stats.rows += n;
+		return;
+	}
+	e = vec__at(&u->free, i);
+	memmove(e + 1, e, (u->free.nr - 1 - i) * sizeof(*e));
+	e->first = first;
+	e->nr = n;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* Builds the table of the file at path into the rows array. */
+static void load_table(struct unwinder *u, struct table *t, const char *path, const char *name)
+{
+	const struct bpfs_unwind_row *rows;
+	const struct ehframe_seg *segs;
+	uint64_t t0 = now_ns();
+	struct ehframe *eh;
+	size_t nr, nsegs;
+	uint32_t first;
+	int err;
+
+	err = ehframe__load(path, &eh);
+	if (err) {
+		p_dbg("%s: no unwind table: %s", name, strerror(-err));
+		u->stats.no_table++;
+		return;
+	}
+	rows = ehframe__rows(eh, &nr);
+	segs = ehframe__segs(eh, &nsegs);
+	first = nr && nr <= u->o.max_rows ? rows_alloc(u, nr) : UINT32_MAX;
+	if (first == UINT32_MAX) {
+		if (u->stats.full++ == 0)
+			p_warn("unwind tables full (%" PRIu64 " rows in use): %s and later files "
+			       "are walked by frame pointers; raise --unwind-rows", u->stats.rows,
+			       name);
+		ehframe__free(eh);
+		return;
+	}
+	t->segs = malloc(nsegs * sizeof(*segs));
+	if (!t->segs && nsegs) {
+		rows_free(u, first, nr);
+		ehframe__free(eh);
+		return;
+	}
+	memcpy(t->segs, segs, nsegs * sizeof(*segs));
+	t->nr_segs = nsegs;
+	/* the BPF side reads them once a process entry points here */
+	memcpy(&u->o.rows[first], rows, nr * sizeof(*rows));
+	t->first = first;
+	t->nr = nr;
+	u->stats.built++;
+	u->stats.build_ns += now_ns() - t0;
+	p_dbg("%s: unwind table of %zu rows at %u", name, nr, first);
+	ehframe__free(eh);
+}
+
+/* The table of mapping m of pid, built when its file is new. */
+static struct table *get_table(struct unwinder *u, int pid, const struct procmap *m)
+{
+	struct file_ent k = { m->dev, m->inode }, *f = hashmap__find(u->files, &k);
+	char path[4096 + 64], key[sizeof(((struct table *)0)->key)];
+	struct table *t;
+
+	if (f && f->t)
+		return f->t;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
+		 m->end);
+	if (elf_build_id__read(path, key, sizeof(key)))
+		snprintf(key, sizeof(key), "%" PRIx64 ":%" PRIu64, m->dev, m->inode);
+	t = hashmap__find(u->tables, key);
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t)
+			return NULL;
+		memcpy(t->key, key, sizeof(t->key));
+		load_table(u, t, path, m->path);
+		if (hashmap__set(u->tables, t->key, t, NULL)) {
+			rows_free(u, t->first, t->nr);
+			free(t->segs);
+			free(t);
+			return NULL;
+		}
+	}
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (f) {
+			*f = k;
+			if (hashmap__set(u->files, f, f, NULL)) {
+				free(f);
+				f = NULL;
+			}
+		}
+	}
+	if (f)
+		f->t = t;
+	return t;
+}
+
+/* File address = address - bias, from the PT_LOAD holding the mapping's
+ * file offset. false when none does (then no rows are used). */
+static bool mapping_bias(const struct table *t, const struct procmap *m, uint64_t *bias)
+{
+	for (size_t i = 0; i < t->nr_segs; i++) {
+		const struct ehframe_seg *s = &t->segs[i];
+
+		if (m->pgoff + 4096 > s->offset && m->pgoff < s->offset + s->filesz) {
+			*bias = m->start - m->pgoff + s->offset - s->vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+void unwinder__note_maps(struct unwinder *u, int pid, const struct procmaps *pm)
+{
+	struct uproc *p = hashmap__find(u->procs, (void *)(uintptr_t)pid), old;
+	struct bpfs_unwind_proc *v = &u->scratch;
+	size_t nr = 0;
+
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return;
+		p->pid = pid;
+		if (hashmap__set(u->procs, (void *)(uintptr_t)pid, p, NULL)) {
+			free(p);
+			return;
+		}
+	}
+	old = *p;
+	memset(v, 0, sizeof(*v));
+	for (size_t i = 0; i < pm->nr; i++) {
+		const struct procmap *m = &pm->maps[i];
+		struct bpfs_unwind_map *e;
+		struct table *t = NULL;
+		uint64_t bias;
+
+		if (nr == BPFS_UNWIND_MAPS) {
+			u->stats.maps_left_out += pm->nr - i;
+			break;
+		}
+		e = &v->m[nr];
+		e->start = m->start;
+		e->end = m->end;
+		/* files get their table; anonymous and special mappings
+		 * ([vdso], JIT code) a frame-pointer step */
+		if (m->path && m->path[0] == '/')
+			t = get_table(u, pid, m);
+		if (t && t->nr && mapping_bias(t, m, &bias)) {
+			e->bias = bias;
+			e->row_first = t->first;
+			e->row_nr = t->nr;
+		}
+		/* held even without rows: a file known to have no table is
+		 * not read again while it is mapped */
+		if (t)
+			t->refs++;
+		p->t[nr++] = t;
+	}
+	p->nr = nr;
+	v->nr = nr;
+	if (bpf_map_update_elem(u->o.procs_fd, &pid, v, BPF_ANY))
+		u->stats.update_errors++;
+	for (size_t i = 0; i < old.nr; i++)
+		put_table(old.t[i]);
+}
+
+static void release_table(struct unwinder *u, struct table *t)
+{
+	void *val;
+
+	for (size_t i = 0; hashmap__next(u->files, &i, NULL, &val);) {
+		struct file_ent *f = val;
+
+		if (f->t == t) {
+			hashmap__delete(u->files, f, NULL, NULL);
+			free(f);
+			i = 0; /* deleting may move entries */
+		}
+	}
+	hashmap__delete(u->tables, t->key, NULL, NULL);
+	rows_free(u, t->first, t->nr);
+	free(t->segs);
+	free(t);
+	u->stats.released++;
+}
+
+size_t unwinder__sweep(struct unwinder *u)
+{
+	size_t released = 0;
+	struct table *dead[64];
+	size_t nr_dead;
+	void *val;
+
+	for (size_t i = 0; hashmap__next(u->procs, &i, NULL, &val);) {
+		struct uproc *p = val;
+
+		if (kill(p->pid, 0) == 0 || errno != ESRCH)
+			continue;
+		bpf_map_delete_elem(u->o.procs_fd, &p->pid);
+		for (size_t j = 0; j < p->nr; j++)
+			put_table(p->t[j]);
+		hashmap__delete(u->procs, (void *)(uintptr_t)p->pid, NULL, NULL);
+		free(p);
+		i = 0;
+	}
+	/* a process entry no longer points at these rows: reuse them */
+	do {
+		nr_dead = 0;
+		for (size_t i = 0; nr_dead < 64 && hashmap__next(u->tables, &i, NULL, &val);)
+			if (!((struct table *)val)->refs)
+				dead[nr_dead++] = val;
+		for (size_t i = 0; i < nr_dead; i++)
+			release_table(u, dead[i]);
+		released += nr_dead;
+	} while (nr_dead == 64);
+	return released;
+}
+
+void unwinder__stats(const struct unwinder *u, struct unwinder_stats *out)
+{
+	*out = u->stats;
+	out->tables = hashmap__size(u->tables);
+	out->processes = hashmap__size(u->procs);
+}
+
+static void on_maps(void *uw, int pid, const struct procmaps *pm)
+{
+	/* not our own: ~40 libraries whose tables would only delay the
+	 * first ones of the processes sampled */
+	if (pid != getpid())
+		unwinder__note_maps(uw, pid, pm);
+}
+
+int unwinder__start(struct sampler *s, struct symbolizer *sym, uint32_t max_rows,
+		    struct unwinder **out)
+{
+	struct unwinder_opts uo = { .max_rows = max_rows };
+	int err;
+
+	err = sampler__unwind_maps(s, &uo.rows, &uo.procs_fd);
+	if (err) {
+		p_err("cannot map the unwind tables (%u rows): %s; try a smaller --unwind-rows "
+		      "or --unwind fp", max_rows, strerror(-err));
+		return err;
+	}
+	err = unwinder__new(&uo, out);
+	if (err)
+		return err;
+	symbolizer__set_maps_hook(sym, on_maps, *out);
+	return 0;
+}
