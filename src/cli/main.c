@@ -36,11 +36,45 @@
 
 #define EXIT_USAGE 2
 
+/*
+ * Signals. While sampling, the first SIGINT or SIGTERM ends sampling and
+ * the profile is still written. A signal at any other time (setup, the
+ * final drain, naming frames, writing) or a second one ends the process at
+ * once, from the handler: the temporaries of the outputs are removed, so
+ * an earlier profile under the same name stays, and the kernel frees every
+ * BPF program, map and link when our descriptors close (nothing is
+ * pinned). Exit status 128 + the signal, as a shell reports a kill.
+ */
+struct outputs;
+static void outputs_abort_signal_safe(struct outputs *outs);
+
 static volatile sig_atomic_t exiting;
+static volatile sig_atomic_t sampling; /* a signal now only ends sampling */
+static const char *volatile abort_msg =
+	"bpfsampler: interrupted before sampling started; nothing was written\n";
+static struct outputs *volatile abort_outs;
+
+static void abort_run(int sig)
+{
+	const char *msg = abort_msg;
+	struct outputs *outs = abort_outs;
+
+	/* write(2), close, unlinkat and _exit only: async-signal-safe */
+	ssize_t n = write(STDERR_FILENO, msg, strlen(msg));
+
+	(void)n; /* a failed write leaves nothing better to do */
+	if (outs)
+		outputs_abort_signal_safe(outs);
+	_exit(128 + sig);
+}
 
 static void on_signal(int sig)
 {
+	if (exiting || !sampling)
+		abort_run(sig);
 	exiting = sig;
+	abort_msg = "bpfsampler: interrupted again: stopped at once; the profile was not "
+		    "written\n";
 }
 
 static double now_s(void)
@@ -51,17 +85,9 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Set once sampling must end: the drain in progress stops at the next
- * record (records keep coming while we sample), until the final drain. */
-static volatile sig_atomic_t stop_draining;
-
 static int on_record(void *ctx, const void *data, size_t size)
 {
-	int err = stream__handle(ctx, data, size);
-
-	if (!err && stop_draining && exiting)
-		return -EINTR;
-	return err;
+	return stream__handle(ctx, data, size);
 }
 
 /* Polls until the duration ends, a signal arrives or the command exits. */
@@ -71,7 +97,9 @@ static void sample_loop(struct sampler *s, const struct opts *o, struct command 
 	double deadline = o->duration > 0 ? now_s() + o->duration : 0;
 	double next_refresh = now_s() + 0.25;
 
-	stop_draining = 1;
+	/* sampler__poll returns after a bounded pass (docs/design.md,
+	 * "Every run ends"), so the deadline and the signal are seen however
+	 * fast the rings fill */
 	while (!exiting) {
 		int timeout = 100;
 
@@ -95,7 +123,6 @@ static void sample_loop(struct sampler *s, const struct opts *o, struct command 
 		if (cmd && command__poll(cmd))
 			break;
 	}
-	stop_draining = 0; /* the final drain takes everything */
 }
 
 /* Records lost after the last one received: read where each CPU's
@@ -195,6 +222,15 @@ static int open_outputs(const struct opts *o, struct outputs *outs)
 		}
 	}
 	return 0;
+}
+
+/* From the signal handler: the temporaries go (no stdio, no free). */
+static void outputs_abort_signal_safe(struct outputs *outs)
+{
+	for (size_t ev = 0; ev < outs->nr; ev++)
+		for (size_t fm = 0; fm < OPTS_MAX_FORMATS; fm++)
+			if (outs->f[ev][fm] && outs->f[ev][fm] != stdout)
+				atomicfile__abort(&outs->af[ev][fm]);
 }
 
 /* Outputs never written (the run failed): their temporaries go, and
@@ -440,7 +476,17 @@ static int run(const struct opts *o, struct outputs *outs)
 	p_info("sampling%s", o->duration ? "" : "; Ctrl-C to stop");
 	r.t0 = now_s();
 	r.start_unix_ns = now_unix_ns();
+	sampling = 1;
 	sample_loop(r.s, o, r.cmd, r.sym);
+	if (!exiting)
+		abort_msg = o->output ? "bpfsampler: interrupted after sampling: stopped at "
+					"once; the profile was not written\n"
+				      : "bpfsampler: interrupted after sampling: stopped at "
+					"once; the profile on stdout is incomplete\n";
+	else if (!o->output)
+		abort_msg = "bpfsampler: interrupted again: stopped at once; the profile on "
+			    "stdout is incomplete\n";
+	sampling = 0;
 
 	err = sampler__stop(r.s);
 	r.duration_ns = (now_s() - r.t0) * 1e9;
@@ -583,14 +629,16 @@ int main(int argc, char **argv)
 		agent_config__free_args(&config_args);
 		return err;
 	}
+	/* SIGINT/SIGTERM end sampling; the profile is still written. Before
+	 * the outputs are opened: their temporaries go with any signal. */
+	abort_outs = &outs;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if (open_outputs(&o, &outs)) {
 		close_outputs(&outs);
 		opts__free(&o);
 		return EXIT_USAGE;
 	}
-	/* SIGINT/SIGTERM end sampling; the profile is still written. */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	/* A reader that goes away (| head) is a write error, reported with
 	 * the summary and exit status 1, not a silent death by SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
