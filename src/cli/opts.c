@@ -873,14 +873,16 @@ enum opts_result opts__check_system(const struct opts *o)
 			return OPTS_USAGE;
 		}
 	}
+	/* -F, -c and the rate terms of every event: an impossible rate is
+	 * refused here, never throttled or clamped unseen */
 	max_rate = features__max_sample_rate();
-	/* only events sampled at a rate (no -c, no /period=/) care */
-	if (max_rate > 0 && !o->period && o->freq > max_rate) {
-		p_err("-F %u is above kernel.perf_event_max_sample_rate=%ld (the kernel lowers it "
-		      "when sampling interrupts run long): use -F %ld or less, or raise it with "
-		      "sysctl -w kernel.perf_event_max_sample_rate=%u",
-		      o->freq, max_rate, max_rate, o->freq);
-		return OPTS_USAGE;
+	for (size_t i = 0; i < o->events.nr; i++) {
+		char err[512];
+
+		if (events__check_rate(&o->events.v[i], max_rate, err, sizeof(err))) {
+			p_err("%s", err);
+			return OPTS_USAGE;
+		}
 	}
 	return OPTS_RUN;
 }
