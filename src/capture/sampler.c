@@ -117,6 +117,23 @@ static int drain_pass(struct sampler *s)
 	return total;
 }
 
+/* A preallocated hash map element: the kernel's struct htab_elem header
+ * (list node, LRU/per-CPU pointer union, hash: 48 bytes on 64-bit), then
+ * key and value, each rounded up to 8 bytes. */
+#define HTAB_ELEM_HEADER 48
+#define ROUND8(x) (((x) + 7ULL) & ~7ULL)
+
+void sampler__memory(const struct sampler_opts *o, int nr_rings, struct sampler_memory *out)
+{
+	out->counts = (unsigned long long)o->map_entries *
+		      (HTAB_ELEM_HEADER + ROUND8(sizeof(struct bpfs_count_key)) +
+		       ROUND8(sizeof(struct bpfs_count_val)));
+	out->stacks = (unsigned long long)o->stack_entries *
+		      (HTAB_ELEM_HEADER + ROUND8(sizeof(__u64)) + ROUND8(sizeof(struct bpfs_stack)));
+	out->rings = (unsigned long long)o->ring_size * nr_rings;
+	out->total = out->counts + out->stacks + out->rings;
+}
+
 static int configure(struct sampler *s)
 {
 	const struct sampler_opts *o = &s->opts;

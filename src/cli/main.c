@@ -154,15 +154,15 @@ struct outputs {
 };
 
 /* The temporary for path, as a stream of its own (a dup: the atomicfile
- * keeps its fd to commit), with the mode fopen(path, "w") would give. */
+ * keeps its fd to commit). Mode 0600, as perf writes perf.data: a
+ * system-wide profile names every process, command line name and function
+ * that ran, other users' among them (docs/bpfsampler.8, FILES). */
 static FILE *open_temporary(const char *path, struct atomicfile *af)
 {
-	mode_t mask = umask(0);
 	FILE *f = NULL;
 	int fd, err;
 
-	umask(mask);
-	err = atomicfile__open(af, AT_FDCWD, path, 0666 & ~mask);
+	err = atomicfile__open(af, AT_FDCWD, path, 0600);
 	if (err) {
 		errno = -err;
 		return NULL;
@@ -266,6 +266,7 @@ struct run {
 	struct report_stats rs; /* summed over events */
 	size_t lines;		/* folded lines, summed over events */
 	double t0;		/* CLOCK_MONOTONIC at the start of sampling */
+	long max_rate[2];	/* perf_event_max_sample_rate at start, at end */
 	uint64_t start_unix_ns;
 	uint64_t duration_ns;
 };
@@ -383,6 +384,16 @@ static void print_summary(const struct run *r)
 		for (size_t ev = 0; ev < o->events.nr; ev++)
 			report__event_summary(stderr, o->events.v[ev].name, &r->st, ev,
 					      o->weight_period);
+	/* The kernel lowers the sysctl itself when sampling interrupts run
+	 * long ("perf: interrupt took too long"), and throttles every event
+	 * above the new limit from then on. */
+	if (r->max_rate[0] > 0 && r->max_rate[1] > 0 && r->max_rate[1] < r->max_rate[0])
+		fprintf(stderr, "  kernel: perf_event_max_sample_rate went from %ld to %ld during "
+			"the run (the kernel lowers it when sampling interrupts run long)%s\n",
+			r->max_rate[0], r->max_rate[1],
+			r->st.rate > r->max_rate[1] ? "; samples above the new limit were "
+						      "throttled: use a lower -F"
+						    : "");
 	if (o->verbose) {
 		struct symbolizer_stats ys;
 
@@ -476,6 +487,7 @@ static int run(const struct opts *o, struct outputs *outs)
 	p_info("sampling%s", o->duration ? "" : "; Ctrl-C to stop");
 	r.t0 = now_s();
 	r.start_unix_ns = now_unix_ns();
+	r.max_rate[0] = features__max_sample_rate();
 	sampling = 1;
 	sample_loop(r.s, o, r.cmd, r.sym);
 	if (!exiting)
@@ -490,6 +502,7 @@ static int run(const struct opts *o, struct outputs *outs)
 
 	err = sampler__stop(r.s);
 	r.duration_ns = (now_s() - r.t0) * 1e9;
+	r.max_rate[1] = features__max_sample_rate();
 	if (!err)
 		err = close_rings(r.s, r.stream);
 	if (!err)

@@ -853,6 +853,34 @@ static bool proc_exists(int id)
 	return id > 0 && stat(path, &st) == 0;
 }
 
+/*
+ * The maps and rings are preallocated when the BPF object loads; sizes the
+ * machine cannot give would fail there after seconds of allocating (or
+ * push everything else out of memory), so they are refused first. A
+ * profiler may take at most half of the memory still available.
+ */
+static enum opts_result check_memory(const struct opts *o, int ncpus)
+{
+	struct sampler_opts so;
+	struct sampler_memory m;
+	unsigned long long avail;
+	const char *what;
+
+	if (ncpus <= 0)
+		return OPTS_RUN;
+	opts__sampler_opts(o, &so);
+	sampler__memory(&so, ncpus, &m);
+	avail = features__mem_available(&what);
+	if (!avail || m.total <= avail / 2)
+		return OPTS_RUN;
+	p_err("the BPF maps asked need about %.2f GB, preallocated (--map-entries %u: %.2f GB, "
+	      "--stack-entries %u: %.2f GB, --ring-size %u on %d CPUs: %.2f GB), more than half "
+	      "of the %.2f GB free (%s): lower the largest",
+	      m.total / 1e9, o->map_entries, m.counts / 1e9, o->stack_entries, m.stacks / 1e9,
+	      o->ring_size, ncpus, m.rings / 1e9, avail / 1e9, what);
+	return OPTS_USAGE;
+}
+
 enum opts_result opts__check_system(const struct opts *o)
 {
 	const struct int_list *ids = o->pids.nr ? &o->pids : &o->tids;
@@ -873,6 +901,8 @@ enum opts_result opts__check_system(const struct opts *o)
 			return OPTS_USAGE;
 		}
 	}
+	if (check_memory(o, ncpus) != OPTS_RUN)
+		return OPTS_USAGE;
 	/* -F, -c and the rate terms of every event: an impossible rate is
 	 * refused here, never throttled or clamped unseen */
 	max_rate = features__max_sample_rate();

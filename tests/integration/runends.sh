@@ -72,7 +72,8 @@ term_within "--format samples -F 100000" --format samples -F 100000
 
 # A signal after sampling, while the profile is written, ends the process
 # at once. Made deterministic with a reader that never reads: the write to
-# stdout blocks once the pipe holds 64 KiB.
+# stdout blocks once the pipe holds 64 KiB (the samples of 2 s at 20 kHz
+# with idle and a busy loop: megabytes).
 # blocked_writer SIGNAL: -d 1 into such a pipe, the signal 2 s in
 # (sampling is over, the write blocked); blocked_writer twice: no -d,
 # SIGINT 1 s in (ends sampling), SIGINT again 1 s later (the write blocked).
@@ -83,7 +84,9 @@ blocked_writer() {
 	mkfifo "$TMP/fifo"
 	sleep 30 <"$TMP/fifo" >/dev/null 2>&1 &
 	local reader=$!
-	"$BPFS" -F 20000 "${dur[@]}" --format samples >"$TMP/fifo" 2>"$TMP/blocked.err" &
+	# far more than 64 KiB of samples: idle ones too, and a busy CPU
+	timeout 4 sh -c 'while :; do :; done' &
+	"$BPFS" -F 20000 -I "${dur[@]}" --format samples >"$TMP/fifo" 2>"$TMP/blocked.err" &
 	pid=$!
 	(sleep 60 && kill -KILL $pid) >/dev/null 2>&1 &
 	local dog=$!
@@ -153,6 +156,56 @@ if [ $rc -eq 0 ] && [ $((t1 - t0)) -le $((BOUND * 1000)) ] && grep -q "stopped b
 	pass "agent at 20000 Hz: SIGTERM honoured in $((t1 - t0)) ms, exit 0"
 else
 	fail "agent: SIGTERM honoured in time" "exit $rc after $((t1 - t0)) ms: $(tail -3 "$TMP/agent.err")"
+fi
+
+# Rates that cannot work are refused before anything is loaded: exit 2,
+# the limit named, the output file untouched.
+# refused NAME GREP ARGS...: exit 2, stderr names GREP, -o file kept.
+refused() {
+	local name=$1 want=$2 rc
+	shift 2
+	echo "old;profile 1" >"$TMP/ref.folded"
+	"$BPFS" -d 0.3 -o "$TMP/ref.folded" "$@" >/dev/null 2>"$TMP/ref.err"
+	rc=$?
+	if [ $rc -eq 2 ] && grep -q -- "$want" "$TMP/ref.err" &&
+		[ "$(cat "$TMP/ref.folded")" = "old;profile 1" ] &&
+		! ls "$TMP"/.tmp.ref.folded.* >/dev/null 2>&1; then
+		pass "$name: refused (exit 2), names '$want', output untouched"
+	else
+		fail "$name: refused naming '$want'" "exit $rc: $(cat "$TMP/ref.err")"
+	fi
+}
+refused "-c 1 on the clock" "10000 ns" -c 1
+refused "cpu-clock/period=1/" "10000 ns" -e cpu-clock/period=1/
+refused "cpu-clock/freq=9999999/" "freq=9999999" -e cpu-clock/freq=9999999/
+refused "cycles/freq=200000/" "perf_event_max_sample_rate" -e cycles/freq=200000/
+
+# Sizes the machine cannot give are refused before any map is made.
+refused "--map-entries and --stack-entries 67108864" "--stack-entries 67108864: [0-9.]* GB.*free" \
+	--map-entries 67108864 --stack-entries 67108864
+refused "--stack-entries alone" "more than half" --stack-entries 67108864
+"$BPFS" agent --stack-entries 67108864 --output-dir "$TMP/spool2" -d 1 2>"$TMP/agent-mem.err"
+rc=$?
+[ $rc -eq 2 ] && grep -q -- "--stack-entries" "$TMP/agent-mem.err" && [ ! -e "$TMP/spool2" ] &&
+	pass "the agent too refuses a stacks map the machine cannot give (exit 2)" ||
+	fail "the agent refuses a stacks map the machine cannot give" "exit $rc: $(cat "$TMP/agent-mem.err")"
+
+# A limit the kernel lowers during the run is reported (lowered here by
+# hand, as the kernel does when interrupts run long).
+rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
+restore_rate() { echo "$rate" >/proc/sys/kernel/perf_event_max_sample_rate; }
+trap 'restore_rate; rm -rf "$TMP"' EXIT
+"$BPFS" -F 2000 -d 1.5 -o "$TMP/low.folded" 2>"$TMP/low.err" &
+pid=$!
+sleep 0.7
+echo 1000 >/proc/sys/kernel/perf_event_max_sample_rate
+wait $pid
+rc=$?
+restore_rate
+if [ $rc -eq 0 ] && grep -q "perf_event_max_sample_rate went from $rate to 1000.*throttled" "$TMP/low.err"; then
+	pass "a limit lowered during the run is in the summary"
+else
+	fail "a limit lowered during the run is in the summary" "exit $rc: $(cat "$TMP/low.err")"
 fi
 
 # After all of that (the kernel frees a dead process's programs a moment
