@@ -208,6 +208,56 @@ else
 	fail "a limit lowered during the run is in the summary" "exit $rc: $(cat "$TMP/low.err")"
 fi
 
+# File modes: profiles 0600 whatever the umask; the agent's spool 0640,
+# its metrics file 0644, its log 0640 (docs/design.md, "Privileges").
+(umask 000 && "$BPFS" -F 99 -d 0.3 -o "$TMP/mode.folded" 2>/dev/null)
+m=$(stat -c %a "$TMP/mode.folded" 2>/dev/null)
+[ "$m" = 600 ] && pass "a profile is created 0600 (umask 000)" || fail "a profile is created 0600" "mode $m"
+(umask 000 && "$BPFS" agent -F 99 -d 1.5 --interval 1 --output-dir "$TMP/mspool" \
+	--metrics-file "$TMP/m.prom" --log-file "$TMP/agent.log" 2>/dev/null)
+spool_modes=$(find "$TMP/mspool" -type f -name '*.pb.gz' -printf '%m\n' | sort -u | tr '\n' ' ')
+mm=$(stat -c %a "$TMP/m.prom" 2>/dev/null)
+lm=$(stat -c %a "$TMP/agent.log" 2>/dev/null)
+if [ "$spool_modes" = "640 " ] && [ "$mm" = 644 ] && [ "$lm" = 640 ]; then
+	pass "agent files: spool 0640, metrics 0644, log 0640 (umask 000)"
+else
+	fail "agent file modes" "spool '$spool_modes', metrics $mm, log $lm"
+fi
+
+# The smallest set of capabilities that profiles another user's process
+# whole, found by trying (docs/design.md, "Privileges"): CAP_BPF and
+# CAP_PERFMON sample; CAP_SYSLOG names kernel frames (kptr_restrict);
+# CAP_DAC_READ_SEARCH reads a binary its user cannot. Run as nobody with
+# exactly those, on a root process whose binary is in a 0700 directory.
+mkdir -m 700 "$TMP/priv"
+cp "$W/shares" "$TMP/priv/shares"
+chmod 700 "$TMP/priv/shares"
+mkdir -m 1777 "$TMP/nobody"
+cp "$BPFS" "$TMP/nobody/bpfs" && chmod 755 "$TMP" "$TMP/nobody/bpfs"
+"$TMP/priv/shares" 4 &
+sp=$!
+caps=+bpf,+perfmon,+syslog,+dac_read_search
+setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all,$caps --ambient-caps=-all,$caps \
+	--bounding-set=-all,$caps "$TMP/nobody/bpfs" -F 999 -d 1 -p $sp -o "$TMP/nobody/p.folded" \
+	2>"$TMP/caps.err"
+rc=$?
+kill $sp 2>/dev/null
+wait $sp 2>/dev/null
+named=$(samples_with "$TMP/nobody/p.folded" run_shares)
+if [ $rc -eq 0 ] && [ "$named" -gt 100 ] && ! grep -q 'kernel\]+0x' "$TMP/nobody/p.folded" &&
+	! grep -q "kptr_restrict" "$TMP/caps.err"; then
+	pass "as nobody with exactly CAP_BPF, CAP_PERFMON, CAP_SYSLOG, CAP_DAC_READ_SEARCH: root's 0700 binary named ($named samples in run_shares), kernel frames named"
+else
+	fail "the documented capability set profiles another user's process" "exit $rc, $named in run_shares: $(cat "$TMP/caps.err")"
+fi
+caps=+bpf,+perfmon
+setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all,$caps --ambient-caps=-all,$caps \
+	--bounding-set=-all,$caps "$TMP/nobody/bpfs" -F 999 -d 0.5 -o "$TMP/nobody/q.folded" 2>"$TMP/caps2.err"
+rc=$?
+[ $rc -eq 0 ] && [ -s "$TMP/nobody/q.folded" ] &&
+	pass "CAP_BPF and CAP_PERFMON alone sample the machine (exit 0)" ||
+	fail "CAP_BPF and CAP_PERFMON alone sample the machine" "exit $rc: $(cat "$TMP/caps2.err")"
+
 # After all of that (the kernel frees a dead process's programs a moment
 # after its exit), none of our programs remain.
 for _ in $(seq 30); do
