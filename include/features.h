@@ -17,6 +17,10 @@ bool features__cpu_online(int cpu);
 long features__max_sample_rate(void);
 /* kernel.perf_event_max_stack, or -1 when unreadable. */
 long features__max_stack(void);
+/* Memory this process may still take, in bytes: MemAvailable, or less when
+ * its memory cgroup (v2 memory.max, v1 memory.limit_in_bytes) leaves less;
+ * what names the limit that applied. 0 when unknown. */
+unsigned long long features__mem_available(const char **what);
 /* Whether the kernel has bpf_task_work_schedule_resume (Linux 6.18): a
  * BPF callback in a thread's own context at its return to user space. */
 bool features__has_task_work(void);

@@ -78,6 +78,17 @@ struct sampler_stats {
 	struct sampler_event_stats ev[BPFS_MAX_EVENTS];
 };
 
+/* What the sizes asked cost the kernel, preallocated at load (estimates:
+ * the hash maps' element headers are the kernel's business). */
+struct sampler_memory {
+	unsigned long long counts; /* --map-entries */
+	unsigned long long stacks; /* --stack-entries */
+	unsigned long long rings;  /* --ring-size, times nr_rings */
+	unsigned long long total;
+};
+
+void sampler__memory(const struct sampler_opts *o, int nr_rings, struct sampler_memory *out);
+
 struct sampler;
 
 int sampler__new(const struct sampler_opts *o, struct sampler **out);

@@ -176,6 +176,7 @@ static void set_rate(struct event *e, unsigned long period, unsigned long freq)
 {
 	struct perf_event_attr *a = &e->attr;
 
+	e->freq = period ? 0 : freq;
 	if (period) {
 		a->sample_period = period;
 	} else if (e->timer) {
@@ -236,6 +237,7 @@ static int parse_one(char *spec, unsigned int freq, unsigned long period, struct
 		snprintf(err, errlen, "event '%s': terms are period=N or freq=N", e->name);
 		return -EINVAL;
 	}
+	e->rate_from_term = t_period || t_freq;
 	if (t_period || t_freq)
 		set_rate(e, t_period, t_freq);
 	else
@@ -280,6 +282,53 @@ int events__parse(const char *spec, unsigned int freq, unsigned long period,
 	}
 	free(copy);
 	return ret;
+}
+
+/* How the rate was asked, as the user spelled it: "-F 200000", "freq=N",
+ * "-c 1", "period=1". */
+static void rate_spelling(const struct event *e, char *out, size_t len)
+{
+	unsigned long long period = e->attr.sample_period;
+
+	if (e->freq)
+		snprintf(out, len, e->rate_from_term ? "freq=%lu" : "-F %lu", e->freq);
+	else
+		snprintf(out, len, e->rate_from_term ? "period=%llu" : "-c %llu", period);
+}
+
+int events__check_rate(const struct event *e, long max_rate, char *err, size_t errlen)
+{
+	unsigned long long period = e->attr.sample_period;
+	double hz = e->freq;
+	char asked[64];
+
+	if (e->timer && !e->freq)
+		hz = period ? 1e9 / period : 0;
+	rate_spelling(e, asked, sizeof(asked));
+	if (e->timer && period < EVENTS_MIN_TIMER_PERIOD_NS) {
+		snprintf(err, errlen, "event '%s': %s is a period of %llu ns, below the %d ns the "
+			 "kernel's timer allows (100000 samples per second per CPU): use a period "
+			 "of at least %d ns (-c %d or period=%d)", e->name, asked, period,
+			 EVENTS_MIN_TIMER_PERIOD_NS, EVENTS_MIN_TIMER_PERIOD_NS,
+			 EVENTS_MIN_TIMER_PERIOD_NS, EVENTS_MIN_TIMER_PERIOD_NS);
+		return -ERANGE;
+	}
+	if (max_rate > 0 && hz > max_rate) {
+		char fix[64];
+
+		if (e->freq)
+			snprintf(fix, sizeof(fix), "%ld Hz or less", max_rate);
+		else
+			snprintf(fix, sizeof(fix), "a period of %llu ns or more",
+				 (1000000000ULL + max_rate - 1) / max_rate);
+		snprintf(err, errlen, "event '%s': %s asks %.0f samples per second per CPU, above "
+			 "kernel.perf_event_max_sample_rate=%ld (the kernel throttles above it, and "
+			 "lowers it itself when sampling interrupts run long): use %s, or raise it "
+			 "with sysctl -w kernel.perf_event_max_sample_rate=%.0f",
+			 e->name, asked, hz, max_rate, fix, hz);
+		return -ERANGE;
+	}
+	return 0;
 }
 
 int events__output_name(const char *pattern, const struct event *e, char *out, size_t len)

@@ -35,6 +35,81 @@ static long read_long(const char *path)
 	return v;
 }
 
+static unsigned long long meminfo_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	unsigned long long kb = 0;
+	char line[128];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb * 1024;
+}
+
+/* What our memory cgroup still allows (BPF maps are charged to it since
+ * Linux 5.11), or 0 without a limit. */
+static unsigned long long cgroup_left(void)
+{
+	static const char *const files[][2] = {
+		{ "/sys/fs/cgroup%s/memory.max", "/sys/fs/cgroup%s/memory.current" },
+		{ "/sys/fs/cgroup/memory%s/memory.limit_in_bytes",
+		  "/sys/fs/cgroup/memory%s/memory.usage_in_bytes" },
+	};
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	char line[512], cg[2][512] = { "", "" }, path[1100];
+	bool found[2] = {};
+
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "0::", 3)) {
+			snprintf(cg[0], sizeof(cg[0]), "%s", line + 3);
+			found[0] = true;
+		} else if (strstr(line, ":memory:")) {
+			snprintf(cg[1], sizeof(cg[1]), "%s", strstr(line, ":memory:") + 8);
+			found[1] = true;
+		}
+	}
+	if (f)
+		fclose(f);
+	for (int v = 1; v >= 0; v--) {
+		unsigned long long max = 0, cur = 0;
+		FILE *m, *c;
+
+		if (!found[v])
+			continue;
+		snprintf(path, sizeof(path), files[v][0], strcmp(cg[v], "/") ? cg[v] : "");
+		m = fopen(path, "r");
+		snprintf(path, sizeof(path), files[v][1], strcmp(cg[v], "/") ? cg[v] : "");
+		c = fopen(path, "r");
+		if (m && c && fscanf(m, "%llu", &max) == 1 && fscanf(c, "%llu", &cur) == 1 &&
+		    max < (1ULL << 60)) { /* "max", or v1's huge "no limit" */
+			fclose(m);
+			fclose(c);
+			return max > cur ? max - cur : 1;
+		}
+		if (m)
+			fclose(m);
+		if (c)
+			fclose(c);
+	}
+	return 0;
+}
+
+unsigned long long features__mem_available(const char **what)
+{
+	unsigned long long avail = meminfo_available(), left = cgroup_left();
+
+	*what = "MemAvailable in /proc/meminfo";
+	if (left && (!avail || left < avail)) {
+		*what = "the limit of bpfsampler's memory cgroup";
+		return left;
+	}
+	return avail;
+}
+
 long features__max_sample_rate(void)
 {
 	return read_long("/proc/sys/kernel/perf_event_max_sample_rate");

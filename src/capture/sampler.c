@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -28,15 +29,38 @@
 /* Children of a profiled command are added to `filter` as they fork. */
 #define FOLLOW_FILTER_ENTRIES 65536
 
+/* One drain pass reads at most this many records of a ring, and stops
+ * after DRAIN_PASS_NS in all: a ring the BPF side fills as fast as we read
+ * it (-F 100000, -c 1) would otherwise never let a pass end, and the
+ * caller never see its deadline or a signal. The clock is read every
+ * DRAIN_CLOCK_EVERY records. */
+#define DRAIN_RING_RECORDS 4096
+#define DRAIN_PASS_NS 50000000ULL
+#define DRAIN_CLOCK_EVERY 64
+/* After the events are disabled, the last records are drained for at most
+ * this long (only the tracepoints and completions still send). */
+#define FINAL_DRAIN_NS 1000000000ULL
+/* The callback's way of saying "this pass has had its share". */
+#define DRAIN_BUDGET_SPENT (-ECANCELED)
+
 struct sampler {
 	struct sampler_bpf *skel;
 	struct perf_events *events;
 	struct bpf_link **links; /* one per perf event; each owns its event's fd */
-	struct ring_buffer *ring;
+	/* one ring_buffer per CPU ring, so that a pass can give each ring its
+	 * share (one ring_buffer over all rings always starts at the first,
+	 * and a budget spent there would starve the others) */
+	struct ring_buffer **rings;
 	struct sideband *sb;	/* mmap2 records, when following mappings */
-	int epfd;		/* the rings' epoll fd and the side-band's */
+	int epfd;		/* the rings' epoll set, with the side-band's */
 	int *ring_fds; /* one ring map per possible CPU; ours to close */
 	int nr_rings;
+	int next_ring; /* the ring the next pass starts with */
+	/* the pass in progress */
+	unsigned int ring_left;	  /* records this ring may still give */
+	unsigned int since_clock; /* records since the clock was read */
+	uint64_t pass_end_ns;	  /* CLOCK_MONOTONIC */
+	bool pass_over;		  /* the time is spent: stop every ring */
 	struct sampler_opts opts;
 	bool stopped;
 	pthread_t detacher;	/* detaching the followers, when detaching */
@@ -46,11 +70,74 @@ struct sampler {
 	size_t rows_bytes;
 };
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* libbpf has consumed the record before it calls us, also when we return
+ * an error, so stopping here loses nothing. */
 static int on_ring_record(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
+	int err = s->opts.on_record ? s->opts.on_record(s->opts.ctx, data, size) : 0;
 
-	return s->opts.on_record ? s->opts.on_record(s->opts.ctx, data, size) : 0;
+	if (err)
+		return err;
+	if (++s->since_clock >= DRAIN_CLOCK_EVERY) {
+		s->since_clock = 0;
+		if (mono_ns() >= s->pass_end_ns)
+			s->pass_over = true;
+	}
+	if (s->pass_over || --s->ring_left == 0)
+		return DRAIN_BUDGET_SPENT;
+	return 0;
+}
+
+/* One bounded pass over every ring, starting one further each time.
+ * Returns the records read (the one that spent a budget included), or
+ * -errno. */
+static int drain_pass(struct sampler *s)
+{
+	int total = 0;
+
+	s->pass_end_ns = mono_ns() + DRAIN_PASS_NS;
+	s->pass_over = false;
+	s->since_clock = 0;
+	for (int i = 0; i < s->nr_rings && !s->pass_over; i++) {
+		int r = (s->next_ring + i) % s->nr_rings;
+		int n;
+
+		s->ring_left = DRAIN_RING_RECORDS;
+		n = ring_buffer__consume(s->rings[r]);
+		if (n == DRAIN_BUDGET_SPENT)
+			n = DRAIN_RING_RECORDS - s->ring_left + 1;
+		if (n < 0)
+			return n;
+		total += n;
+	}
+	s->next_ring = (s->next_ring + 1) % s->nr_rings;
+	return total;
+}
+
+/* A preallocated hash map element: the kernel's struct htab_elem header
+ * (list node, LRU/per-CPU pointer union, hash: 48 bytes on 64-bit), then
+ * key and value, each rounded up to 8 bytes. */
+#define HTAB_ELEM_HEADER 48
+#define ROUND8(x) (((x) + 7ULL) & ~7ULL)
+
+void sampler__memory(const struct sampler_opts *o, int nr_rings, struct sampler_memory *out)
+{
+	out->counts = (unsigned long long)o->map_entries *
+		      (HTAB_ELEM_HEADER + ROUND8(sizeof(struct bpfs_count_key)) +
+		       ROUND8(sizeof(struct bpfs_count_val)));
+	out->stacks = (unsigned long long)o->stack_entries *
+		      (HTAB_ELEM_HEADER + ROUND8(sizeof(__u64)) + ROUND8(sizeof(struct bpfs_stack)));
+	out->rings = (unsigned long long)o->ring_size * nr_rings;
+	out->total = out->counts + out->stacks + out->rings;
 }
 
 static int configure(struct sampler *s)
@@ -166,7 +253,11 @@ static int install_rings(struct sampler *s)
 	int outer = bpf_map__fd(s->skel->maps.rings), err;
 	bool batched = install_rings_batch(s, outer);
 
+	s->rings = calloc(s->nr_rings, sizeof(*s->rings));
+	if (!s->rings)
+		return -ENOMEM;
 	for (int cpu = 0; cpu < s->nr_rings; cpu++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = cpu };
 		int fd = s->ring_fds[cpu];
 
 		if (!batched && bpf_map_update_elem(outer, &cpu, &fd, BPF_ANY)) {
@@ -174,11 +265,9 @@ static int install_rings(struct sampler *s)
 			p_err("cannot install the ring of CPU %d: %s", cpu, strerror(-err));
 			return err;
 		}
-		if (!s->ring)
-			s->ring = ring_buffer__new(fd, on_ring_record, s, NULL);
-		else if (ring_buffer__add(s->ring, fd, on_ring_record, s))
-			s->ring = NULL; /* reported below */
-		if (!s->ring) {
+		s->rings[cpu] = ring_buffer__new(fd, on_ring_record, s, NULL);
+		if (!s->rings[cpu] ||
+		    epoll_ctl(s->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(s->rings[cpu]), &ev)) {
 			err = -errno;
 			p_err("cannot map the ring of CPU %d: %s", cpu, strerror(-err));
 			return err;
@@ -316,9 +405,6 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out)
 	err = install_rings(s);
 	if (err)
 		goto err_free;
-	err = watch_fd(s, ring_buffer__epoll_fd(s->ring));
-	if (err)
-		goto err_free;
 	if (o->filter_ids) {
 		for (size_t i = 0; i < o->filter_ids->nr; i++) {
 			err = sampler__add_filter(s, o->filter_ids->v[i], false);
@@ -413,18 +499,19 @@ bool sampler__tracks_mappings(const struct sampler *s)
 
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
-	struct epoll_event evs[2];
-	int n = epoll_wait(s->epfd, evs, 2, timeout_ms);
+	struct epoll_event evs[8];
 
-	if (n < 0 && errno != EINTR)
+	if (epoll_wait(s->epfd, evs, 8, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	/* Side-band first: a sample drained next, taken after a mapping the
 	 * side-band holds, finds that mapping known (stream mode). */
 	if (s->sb)
 		sideband__consume(s->sb);
 	/* Records are submitted without a wake-up until a ring is a quarter
-	 * full, so epoll may time out with data waiting: drain on the timer. */
-	return ring_buffer__consume(s->ring);
+	 * full, so epoll may time out with data waiting: drain on the timer.
+	 * A ring_buffer's own epoll set has one ring, so its state needs no
+	 * separate wait: consume reads it. */
+	return drain_pass(s);
 }
 
 /* Detaching a tracepoint program waits for an RCU grace period (80 ms
@@ -445,6 +532,7 @@ static void *detach_followers(void *arg)
 
 int sampler__stop(struct sampler *s)
 {
+	uint64_t end;
 	int err = 0;
 
 	if (s->stopped)
@@ -452,9 +540,13 @@ int sampler__stop(struct sampler *s)
 	if (s->events)
 		err = perf_events__disable(s->events);
 	s->stopped = true;
-	if (s->sb)
-		sideband__consume(s->sb);
-	ring_buffer__consume(s->ring);
+	/* With the events off the rings empty fast; the bound is for the
+	 * tracepoints and completions that still send. */
+	end = mono_ns() + FINAL_DRAIN_NS;
+	do {
+		if (s->sb)
+			sideband__consume(s->sb);
+	} while (drain_pass(s) > 0 && mono_ns() < end);
 	/* on failure the skeleton's destroy detaches them, waiting */
 	s->detaching = !pthread_create(&s->detacher, NULL, detach_followers, s->skel);
 	return err;
@@ -645,7 +737,9 @@ void sampler__free(struct sampler *s)
 		free(s->links);
 	}
 	perf_events__free(s->events); /* closes only fds never handed over */
-	ring_buffer__free(s->ring);
+	for (int i = 0; s->rings && i < s->nr_rings; i++)
+		ring_buffer__free(s->rings[i]);
+	free(s->rings);
 	sideband__free(s->sb);
 	if (s->epfd >= 0)
 		close(s->epfd);

@@ -38,11 +38,45 @@
 
 #define EXIT_USAGE 2
 
+/*
+ * Signals. While sampling, the first SIGINT or SIGTERM ends sampling and
+ * the profile is still written. A signal at any other time (setup, the
+ * final drain, naming frames, writing) or a second one ends the process at
+ * once, from the handler: the temporaries of the outputs are removed, so
+ * an earlier profile under the same name stays, and the kernel frees every
+ * BPF program, map and link when our descriptors close (nothing is
+ * pinned). Exit status 128 + the signal, as a shell reports a kill.
+ */
+struct outputs;
+static void outputs_abort_signal_safe(struct outputs *outs);
+
 static volatile sig_atomic_t exiting;
+static volatile sig_atomic_t sampling; /* a signal now only ends sampling */
+static const char *volatile abort_msg =
+	"bpfsampler: interrupted before sampling started; nothing was written\n";
+static struct outputs *volatile abort_outs;
+
+static void abort_run(int sig)
+{
+	const char *msg = abort_msg;
+	struct outputs *outs = abort_outs;
+
+	/* write(2), close, unlinkat and _exit only: async-signal-safe */
+	ssize_t n = write(STDERR_FILENO, msg, strlen(msg));
+
+	(void)n; /* a failed write leaves nothing better to do */
+	if (outs)
+		outputs_abort_signal_safe(outs);
+	_exit(128 + sig);
+}
 
 static void on_signal(int sig)
 {
+	if (exiting || !sampling)
+		abort_run(sig);
 	exiting = sig;
+	abort_msg = "bpfsampler: interrupted again: stopped at once; the profile was not "
+		    "written\n";
 }
 
 static double clock_s(clockid_t clk)
@@ -58,17 +92,9 @@ static double now_s(void)
 	return clock_s(CLOCK_MONOTONIC);
 }
 
-/* Set once sampling must end: the drain in progress stops at the next
- * record (records keep coming while we sample), until the final drain. */
-static volatile sig_atomic_t stop_draining;
-
 static int on_record(void *ctx, const void *data, size_t size)
 {
-	int err = stream__handle(ctx, data, size);
-
-	if (!err && stop_draining && exiting)
-		return -EINTR;
-	return err;
+	return stream__handle(ctx, data, size);
 }
 
 /* Polls until the duration ends, a signal arrives or the command exits. */
@@ -78,7 +104,9 @@ static void sample_loop(struct sampler *s, const struct opts *o, struct command 
 	double deadline = o->duration > 0 ? now_s() + o->duration : 0;
 	double next_refresh = now_s() + 0.25;
 
-	stop_draining = 1;
+	/* sampler__poll returns after a bounded pass (docs/design.md,
+	 * "Every run ends"), so the deadline and the signal are seen however
+	 * fast the rings fill */
 	while (!exiting) {
 		int timeout = 100;
 
@@ -104,7 +132,6 @@ static void sample_loop(struct sampler *s, const struct opts *o, struct command 
 		if (cmd && command__poll(cmd))
 			break;
 	}
-	stop_draining = 0; /* the final drain takes everything */
 }
 
 /* Records lost after the last one received: read where each CPU's
@@ -136,15 +163,15 @@ struct outputs {
 };
 
 /* The temporary for path, as a stream of its own (a dup: the atomicfile
- * keeps its fd to commit), with the mode fopen(path, "w") would give. */
+ * keeps its fd to commit). Mode 0600, as perf writes perf.data: a
+ * system-wide profile names every process, command line name and function
+ * that ran, other users' among them (docs/bpfsampler.8, FILES). */
 static FILE *open_temporary(const char *path, struct atomicfile *af)
 {
-	mode_t mask = umask(0);
 	FILE *f = NULL;
 	int fd, err;
 
-	umask(mask);
-	err = atomicfile__open(af, AT_FDCWD, path, 0666 & ~mask);
+	err = atomicfile__open(af, AT_FDCWD, path, 0600);
 	if (err) {
 		errno = -err;
 		return NULL;
@@ -206,6 +233,15 @@ static int open_outputs(const struct opts *o, struct outputs *outs)
 	return 0;
 }
 
+/* From the signal handler: the temporaries go (no stdio, no free). */
+static void outputs_abort_signal_safe(struct outputs *outs)
+{
+	for (size_t ev = 0; ev < outs->nr; ev++)
+		for (size_t fm = 0; fm < OPTS_MAX_FORMATS; fm++)
+			if (outs->f[ev][fm] && outs->f[ev][fm] != stdout)
+				atomicfile__abort(&outs->af[ev][fm]);
+}
+
 /* Outputs never written (the run failed): their temporaries go, and
  * whatever was under the final names stays. */
 static void close_outputs(struct outputs *outs)
@@ -240,6 +276,7 @@ struct run {
 	struct report_stats rs; /* summed over events */
 	size_t lines;		/* folded lines, summed over events */
 	double t0;		/* CLOCK_MONOTONIC at the start of sampling */
+	long max_rate[2];	/* perf_event_max_sample_rate at start, at end */
 	uint64_t start_unix_ns;
 	uint64_t duration_ns;
 	double build_s, build_cpu_s; /* building the profiles: symbolizing */
@@ -424,6 +461,16 @@ static void print_summary(const struct run *r)
 				(unsigned long long)us.update_errors,
 				(unsigned long long)us.maps_left_out);
 	}
+	/* The kernel lowers the sysctl itself when sampling interrupts run
+	 * long ("perf: interrupt took too long"), and throttles every event
+	 * above the new limit from then on. */
+	if (r->max_rate[0] > 0 && r->max_rate[1] > 0 && r->max_rate[1] < r->max_rate[0])
+		fprintf(stderr, "  kernel: perf_event_max_sample_rate went from %ld to %ld during "
+			"the run (the kernel lowers it when sampling interrupts run long)%s\n",
+			r->max_rate[0], r->max_rate[1],
+			r->st.rate > r->max_rate[1] ? "; samples above the new limit were "
+						      "throttled: use a lower -F"
+						    : "");
 	if (o->verbose) {
 		struct symbolizer_stats ys;
 
@@ -531,10 +578,22 @@ static int run(const struct opts *o, struct outputs *outs)
 	p_info("sampling%s", o->duration ? "" : "; Ctrl-C to stop");
 	r.t0 = now_s();
 	r.start_unix_ns = now_unix_ns();
+	r.max_rate[0] = features__max_sample_rate();
+	sampling = 1;
 	sample_loop(r.s, o, r.cmd, r.sym, r.uw);
+	if (!exiting)
+		abort_msg = o->output ? "bpfsampler: interrupted after sampling: stopped at "
+					"once; the profile was not written\n"
+				      : "bpfsampler: interrupted after sampling: stopped at "
+					"once; the profile on stdout is incomplete\n";
+	else if (!o->output)
+		abort_msg = "bpfsampler: interrupted again: stopped at once; the profile on "
+			    "stdout is incomplete\n";
+	sampling = 0;
 
 	err = sampler__stop(r.s);
 	r.duration_ns = (now_s() - r.t0) * 1e9;
+	r.max_rate[1] = features__max_sample_rate();
 	if (!err)
 		err = close_rings(r.s, r.stream);
 	if (!err)
@@ -677,14 +736,16 @@ int main(int argc, char **argv)
 		agent_config__free_args(&config_args);
 		return err;
 	}
+	/* SIGINT/SIGTERM end sampling; the profile is still written. Before
+	 * the outputs are opened: their temporaries go with any signal. */
+	abort_outs = &outs;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if (open_outputs(&o, &outs)) {
 		close_outputs(&outs);
 		opts__free(&o);
 		return EXIT_USAGE;
 	}
-	/* SIGINT/SIGTERM end sampling; the profile is still written. */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	/* A reader that goes away (| head) is a write error, reported with
 	 * the summary and exit status 1, not a silent death by SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);

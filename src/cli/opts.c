@@ -142,11 +142,14 @@ void opts__usage(FILE *f)
 "                           dTLB-load-misses..., raw codes rNNNN; modifiers\n"
 "                           :u :k :p :pp :ppp; terms /period=N/ or /freq=N/.\n"
 "                           Several events: one profile each (-o with %%e)\n"
-"  -c, --count N            sample every N events (instead of -F)\n"
+"  -c, --count N            sample every N events (instead of -F); clocks:\n"
+"                           N ns, at least 10000\n"
 "  -F, --freq HZ            samples per second per CPU (default %d, at most\n"
 "                           kernel.perf_event_max_sample_rate and %d)\n"
 "  -d, --duration SECONDS   stop after SECONDS (fractions allowed); default:\n"
-"                           until Ctrl-C, or until the command exits\n"
+"                           until Ctrl-C, or until the command exits. A second\n"
+"                           Ctrl-C, or one after sampling, stops at once\n"
+"                           without writing the profile (exit 130)\n"
 "  -p, --pid PID[,PID...]   only these processes (and all their threads)\n"
 "  -t, --tid TID[,TID...]   only these threads\n"
 "  -C, --cpu LIST           only these CPUs, e.g. 0,2-3 (default: all online)\n"
@@ -210,7 +213,9 @@ void opts__usage(FILE *f)
 "                           power of 2 from 4K (default 256K)\n"
 "      --map-entries N      distinct (thread, stack) counters kept in the\n"
 "                           kernel (default %d)\n"
-"      --stack-entries N    distinct stacks kept in the kernel (default %d)\n"
+"      --stack-entries N    distinct stacks kept in the kernel (default %d);\n"
+"                           maps and rings needing over half the free memory\n"
+"                           are refused at start\n"
 "      --debug-stack-id-bits N  narrow stack ids to N bits to force id\n"
 "                           collisions (a testing aid: colliding stacks are\n"
 "                           counted as lost, never merged)\n"
@@ -222,7 +227,9 @@ void opts__usage(FILE *f)
 "\n"
 "With \"-- command\", the command is started and profiled with its children\n"
 "until it exits, and its exit status becomes bpfsampler's.\n"
-"Needs root, or CAP_BPF and CAP_PERFMON, and a kernel with BTF.\n"
+"Needs root, or CAP_BPF and CAP_PERFMON, and a kernel with BTF (kernel frame\n"
+"names need CAP_SYSLOG, unreadable binaries CAP_DAC_READ_SEARCH: docs/design.md,\n"
+"\"Privileges\"). Profiles are created with mode 0600.\n"
 "\n"
 "bpfsampler agent [options]: profile continuously, one pprof per event and\n"
 "service every --interval, spooled to a directory and pushed to Pyroscope\n"
@@ -924,6 +931,34 @@ static bool proc_exists(int id)
 	return id > 0 && stat(path, &st) == 0;
 }
 
+/*
+ * The maps and rings are preallocated when the BPF object loads; sizes the
+ * machine cannot give would fail there after seconds of allocating (or
+ * push everything else out of memory), so they are refused first. A
+ * profiler may take at most half of the memory still available.
+ */
+static enum opts_result check_memory(const struct opts *o, int ncpus)
+{
+	struct sampler_opts so;
+	struct sampler_memory m;
+	unsigned long long avail;
+	const char *what;
+
+	if (ncpus <= 0)
+		return OPTS_RUN;
+	opts__sampler_opts(o, &so);
+	sampler__memory(&so, ncpus, &m);
+	avail = features__mem_available(&what);
+	if (!avail || m.total <= avail / 2)
+		return OPTS_RUN;
+	p_err("the BPF maps asked need about %.2f GB, preallocated (--map-entries %u: %.2f GB, "
+	      "--stack-entries %u: %.2f GB, --ring-size %u on %d CPUs: %.2f GB), more than half "
+	      "of the %.2f GB free (%s): lower the largest",
+	      m.total / 1e9, o->map_entries, m.counts / 1e9, o->stack_entries, m.stacks / 1e9,
+	      o->ring_size, ncpus, m.rings / 1e9, avail / 1e9, what);
+	return OPTS_USAGE;
+}
+
 enum opts_result opts__check_system(const struct opts *o)
 {
 	const struct int_list *ids = o->pids.nr ? &o->pids : &o->tids;
@@ -944,14 +979,18 @@ enum opts_result opts__check_system(const struct opts *o)
 			return OPTS_USAGE;
 		}
 	}
-	max_rate = features__max_sample_rate();
-	/* only events sampled at a rate (no -c, no /period=/) care */
-	if (max_rate > 0 && !o->period && o->freq > max_rate) {
-		p_err("-F %u is above kernel.perf_event_max_sample_rate=%ld (the kernel lowers it "
-		      "when sampling interrupts run long): use -F %ld or less, or raise it with "
-		      "sysctl -w kernel.perf_event_max_sample_rate=%u",
-		      o->freq, max_rate, max_rate, o->freq);
+	if (check_memory(o, ncpus) != OPTS_RUN)
 		return OPTS_USAGE;
+	/* -F, -c and the rate terms of every event: an impossible rate is
+	 * refused here, never throttled or clamped unseen */
+	max_rate = features__max_sample_rate();
+	for (size_t i = 0; i < o->events.nr; i++) {
+		char err[512];
+
+		if (events__check_rate(&o->events.v[i], max_rate, err, sizeof(err))) {
+			p_err("%s", err);
+			return OPTS_USAGE;
+		}
 	}
 	return OPTS_RUN;
 }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -11,12 +13,21 @@ static enum log_level cur_level = LOG_WARN;
 static FILE *log_file;	     /* NULL: stderr */
 static bool log_timestamps; /* a long-running agent's log wants them */
 
+/* Mode 0640 (narrowed by the umask), like the spool: the agent's log names
+ * services and files; its group may read it. An existing file keeps its
+ * mode. */
 int log_open(const char *path)
 {
-	FILE *f = fopen(path, "a");
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
 
-	if (!f)
-		return -errno;
+	if (!f) {
+		int err = -errno;
+
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
 	setvbuf(f, NULL, _IOLBF, 0);
 	if (log_file)
 		fclose(log_file);

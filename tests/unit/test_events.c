@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The perf_event_attr built for each event spelling, field by field, the
  * way perf's tests/attr check theirs. */
+#include <errno.h>
 #include <string.h>
 
 #include "events.h"
@@ -201,6 +202,50 @@ static void test_output_names(void)
 	CHECK(events__output_name("plain.folded", &l.v[0], out, sizeof(out)) != 0, "needs %%e");
 }
 
+/* check_rate SPEC FREQ PERIOD MAX: events__check_rate's verdict, and its
+ * message holds every piece of want (NULL: accepted). */
+static void check_rate(const char *spec, unsigned int freq, unsigned long period, long max,
+		       const char *const *want)
+{
+	struct event_list l = parse_ok(spec, freq, period);
+	char err[512] = "";
+	int r = events__check_rate(&l.v[0], max, err, sizeof(err));
+
+	if (!want) {
+		CHECK(r == 0, "%s -F %u -c %lu max %ld accepted: %s", spec, freq, period, max, err);
+		return;
+	}
+	CHECK(r == -ERANGE, "%s -F %u -c %lu max %ld refused", spec, freq, period, max);
+	for (; *want; want++)
+		CHECK(strstr(err, *want), "%s: '%s' in: %s", spec, *want, err);
+}
+
+static void test_rates(void)
+{
+	/* at the limit: fine; above it, named with the sysctl and the fix */
+	check_rate("cpu-clock", 100000, 0, 100000, NULL);
+	check_rate("cpu-clock", 6000, 0, 5000,
+		   (const char *[]){ "-F 6000", "kernel.perf_event_max_sample_rate=5000",
+				     "5000 Hz or less", NULL });
+	check_rate("cpu-clock", 4000, 100000, 5000,
+		   (const char *[]){ "-c 100000", "a period of 200000 ns or more", NULL });
+	check_rate("cpu-clock/freq=9999999/", 99, 0, 100000,
+		   (const char *[]){ "freq=9999999", "a period of 100 ns", "10000 ns", NULL });
+	check_rate("cycles/freq=200000/", 99, 0, 100000,
+		   (const char *[]){ "freq=200000", "100000 Hz or less", NULL });
+	check_rate("cycles", 200000, 0, 100000, (const char *[]){ "-F 200000", NULL });
+	/* a clock cannot tick faster than every 10 us, whatever the sysctl */
+	check_rate("cpu-clock", 4000, 1, 100000,
+		   (const char *[]){ "-c 1", "10000 ns", "-c 10000", NULL });
+	check_rate("task-clock/period=9999/", 99, 0, 1000000000,
+		   (const char *[]){ "period=9999", "10000 ns", NULL });
+	check_rate("cpu-clock/period=10000/", 99, 0, 100000, NULL);
+	/* a period on a hardware event has no rate to check; an unknown
+	 * limit checks only the clock's floor */
+	check_rate("cycles", 4000, 1, 100000, NULL);
+	check_rate("cpu-clock", 99999, 0, -1, NULL);
+}
+
 int main(void)
 {
 	RUN(test_timer_default);
@@ -211,5 +256,6 @@ int main(void)
 	RUN(test_software_events);
 	RUN(test_bad);
 	RUN(test_output_names);
+	RUN(test_rates);
 	UNIT_EXIT();
 }
