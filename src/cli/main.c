@@ -428,6 +428,32 @@ static void print_sideband(const struct run *r)
 			sb.max_lag_ns / 1e6);
 }
 
+/* The unwind tables: files, rows, build time and releases. */
+static void print_unwind(const struct run *r)
+{
+	struct unwinder_stats us;
+
+	if (!r->uw)
+		return;
+	unwinder__stats(r->uw, &us);
+	fprintf(stderr, "  unwind tables: %llu files (%llu without .eh_frame, %llu did not "
+		"fit), %llu rows = %.1f MiB of %.1f MiB (peak %.1f), built in %.0f ms; %llu "
+		"processes, %llu tables released\n",
+		(unsigned long long)us.built, (unsigned long long)us.no_table,
+		(unsigned long long)us.full, (unsigned long long)us.rows,
+		us.rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
+		us.max_rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
+		us.rows_peak * sizeof(struct bpfs_unwind_row) / 1048576.0, us.build_ns / 1e6,
+		(unsigned long long)us.processes, (unsigned long long)us.released);
+	if (us.update_errors || us.maps_left_out)
+		fprintf(stderr, "  unwind tables: %llu process entries refused by the BPF map "
+			"(8192 processes at once: walked by frame pointers), %llu mappings "
+			"over 128 per process left out (a stack through one ends as a bad "
+			"frame)\n",
+			(unsigned long long)us.update_errors,
+			(unsigned long long)us.maps_left_out);
+}
+
 static void print_summary(const struct run *r)
 {
 	const struct opts *o = r->o;
@@ -440,27 +466,7 @@ static void print_summary(const struct run *r)
 		for (size_t ev = 0; ev < o->events.nr; ev++)
 			report__event_summary(stderr, o->events.v[ev].name, &r->st, ev,
 					      o->weight_period);
-	if (r->uw) {
-		struct unwinder_stats us;
-
-		unwinder__stats(r->uw, &us);
-		fprintf(stderr, "  unwind tables: %llu files (%llu without .eh_frame, %llu did not "
-			"fit), %llu rows = %.1f MiB of %.1f MiB (peak %.1f), built in %.0f ms; %llu "
-			"processes, %llu tables released\n",
-			(unsigned long long)us.built, (unsigned long long)us.no_table,
-			(unsigned long long)us.full, (unsigned long long)us.rows,
-			us.rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
-			us.max_rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
-			us.rows_peak * sizeof(struct bpfs_unwind_row) / 1048576.0, us.build_ns / 1e6,
-			(unsigned long long)us.processes, (unsigned long long)us.released);
-		if (us.update_errors || us.maps_left_out)
-			fprintf(stderr, "  unwind tables: %llu process entries refused by the BPF map "
-				"(8192 processes at once: walked by frame pointers), %llu mappings "
-				"over 128 per process left out (a stack through one ends as a bad "
-				"frame)\n",
-				(unsigned long long)us.update_errors,
-				(unsigned long long)us.maps_left_out);
-	}
+	print_unwind(r);
 	/* The kernel lowers the sysctl itself when sampling interrupts run
 	 * long ("perf: interrupt took too long"), and throttles every event
 	 * above the new limit from then on. */
