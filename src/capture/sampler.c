@@ -515,9 +515,10 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 }
 
 /* Detaching a tracepoint program waits for an RCU grace period (80 ms
- * measured here, most of the time from the end of sampling to exit): the
- * programs that follow processes (exec, fork) are detached on a
- * thread while the caller names the frames and writes the profile. */
+ * measured here): the programs that follow processes (exec, fork) are
+ * detached on a thread, started at the stop, which sampler__final_seqs
+ * joins (their last records must be drained before the sequences are
+ * read). */
 static void *detach_followers(void *arg)
 {
 	struct sampler_bpf *skel = arg;
@@ -679,9 +680,23 @@ bool sampler__sideband_stats(const struct sampler *s, struct sideband_stats *out
 int sampler__final_seqs(struct sampler *s, uint64_t *seqs, int nr)
 {
 	__u32 zero = 0;
+	uint64_t end;
 
 	if (nr < s->nr_rings)
 		return -EINVAL;
+	/* The exec and fork programs send records until their links are
+	 * gone (the detach waits for a grace period, so none is still
+	 * running). One that took a number after the final drain would leave
+	 * a gap in a sequence read here with no unsent record to match it
+	 * ("missing by sequence number (mismatch!)" in a fork storm): wait for
+	 * the detach, drain again, then read where the sequences ended. */
+	if (s->detaching) {
+		pthread_join(s->detacher, NULL);
+		s->detaching = false;
+		end = mono_ns() + FINAL_DRAIN_NS;
+		while (drain_pass(s) > 0 && mono_ns() < end)
+			;
+	}
 	return bpf_map__lookup_elem(s->skel->maps.seqs, &zero, sizeof(zero), seqs,
 				    s->nr_rings * sizeof(*seqs), 0);
 }
