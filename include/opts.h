@@ -110,6 +110,8 @@ struct opts {
 	bool no_demangle;	 /* --no-demangle: names as in the symbol tables */
 	bool inlines;		 /* --inline: inlined functions as frames */
 	bool no_lines;		 /* --no-lines: DWARF is not read */
+	bool lines_given;	 /* --lines or --no-lines given (the agent's
+				  * default is off) */
 	int verbose;		 /* -v, repeatable */
 	char **command;		 /* after "--"; NULL-terminated, or NULL */
 };

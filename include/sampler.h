@@ -106,10 +106,10 @@ bool sampler__sideband_stats(const struct sampler *s, struct sideband_stats *out
 /* Drains pending notifications, waiting up to timeout_ms. Returns >= 0, or
  * -errno (an interrupted wait returns 0). */
 int sampler__poll(struct sampler *s, int timeout_ms);
-/* The unwind-table maps (after new): the rows array, mapped writable into
- * *rows (unwind_rows entries), and the per-process hash. -ENOENT with
- * --unwind fp. */
-int sampler__unwind_maps(struct sampler *s, struct bpfs_unwind_row **rows, int *procs_fd);
+/* The unwind-table maps (after new): the rows array (mmapable,
+ * unwind_rows entries) and the per-process hash. -ENOENT with --unwind
+ * fp. */
+int sampler__unwind_maps(struct sampler *s, int *rows_fd, int *procs_fd);
 /* Disables the events and drains what is left. Counts no longer change. */
 int sampler__stop(struct sampler *s);
 int sampler__stats(struct sampler *s, struct sampler_stats *out);

@@ -28,7 +28,11 @@ struct unwinder;
 #define UNWINDER_DEFAULT_ROWS (1U << 20)
 
 struct unwinder_opts {
-	struct bpfs_unwind_row *rows; /* the BPF array, mapped (sampler.h) */
+	/* Where rows go: the BPF array's fd (rows_fd >= 0: each table is
+	 * written through a mapping of its own pages only, so the array's
+	 * 16 MiB never sit in the profiler's RSS), or memory (tests). */
+	int rows_fd;
+	struct bpfs_unwind_row *rows;
 	uint32_t max_rows;
 	int procs_fd;		      /* the BPF per-process hash */
 };

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,8 +65,6 @@ struct sampler {
 	pthread_t detacher;	/* detaching the followers, when detaching */
 	bool detaching;
 	uint64_t mapgens_failed; /* gens not stored (mapgens update failed) */
-	void *rows;		/* unwind_rows mapped, or NULL */
-	size_t rows_bytes;
 };
 
 static uint64_t mono_ns(void)
@@ -762,31 +759,15 @@ void sampler__free(struct sampler *s)
 		if (s->ring_fds[i] >= 0)
 			close(s->ring_fds[i]);
 	free(s->ring_fds);
-	if (s->rows)
-		munmap(s->rows, s->rows_bytes);
 	sampler_bpf__destroy(s->skel);
 	free(s);
 }
 
-int sampler__unwind_maps(struct sampler *s, struct bpfs_unwind_row **rows, int *procs_fd)
+int sampler__unwind_maps(struct sampler *s, int *rows_fd, int *procs_fd)
 {
 	if (s->opts.unwind == BPFS_UNWIND_FP)
 		return -ENOENT;
-	if (!s->rows) {
-		size_t bytes = (size_t)bpf_map__max_entries(s->skel->maps.unwind_rows) *
-			       sizeof(struct bpfs_unwind_row);
-		void *p;
-
-		/* an mmapable array is mapped page by page */
-		bytes = (bytes + 4095) & ~(size_t)4095;
-		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 bpf_map__fd(s->skel->maps.unwind_rows), 0);
-		if (p == MAP_FAILED)
-			return -errno;
-		s->rows = p;
-		s->rows_bytes = bytes;
-	}
-	*rows = s->rows;
+	*rows_fd = bpf_map__fd(s->skel->maps.unwind_rows);
 	*procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
 	return 0;
 }

@@ -39,6 +39,7 @@ enum {
 	OPT_NO_DEMANGLE,
 	OPT_INLINE,
 	OPT_NO_LINES,
+	OPT_LINES,
 	/* the agent's */
 	OPT_INTERVAL,
 	OPT_OUTPUT_DIR,
@@ -85,6 +86,7 @@ static const struct option long_opts[] = {
 	{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
 	{ "inline", no_argument, NULL, OPT_INLINE },
 	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
+	{ "lines", no_argument, NULL, OPT_LINES },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
 	{ "retain-age", required_argument, NULL, OPT_RETAIN_AGE },
@@ -184,6 +186,8 @@ void opts__usage(FILE *f)
 "      --no-lines           read no DWARF for pprof and --inline: no source\n"
 "                           lines, no inline frames (symbolizing is faster,\n"
 "                           memory smaller); the other formats never read it\n"
+"      --lines              the agent: read DWARF for its windows (off by\n"
+"                           default there: memory under process churn)\n"
 "      --max-stack-depth N  user frames per stack, 1..%d (default %d); kernel\n"
 "                           stacks stop at 127\n"
 "      --unwind HOW         how user stacks are walked: auto (default): unwind\n"
@@ -606,6 +610,11 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 		break;
 	case OPT_NO_LINES:
 		o->no_lines = true;
+		o->lines_given = true;
+		break;
+	case OPT_LINES:
+		o->no_lines = false;
+		o->lines_given = true;
 		break;
 	case OPT_INTERVAL:
 		if (opts__parse_seconds(arg, &o->agent.interval) || o->agent.interval < 1 ||
@@ -834,6 +843,12 @@ static enum opts_result check_agent(struct opts *o)
 	 * far more than the 100 ms between drains brings. */
 	if (!o->ring_size_set && !o->period && o->freq <= AGENT_SMALL_RING_MAX_FREQ)
 		o->ring_size = AGENT_DEFAULT_RING_SIZE;
+	/* Source lines cost the agent ~16 MB of heap under the churn test
+	 * (500 distinct -g executables a minute: libdw's state per file), more
+	 * than half its memory goal; windows name functions without them
+	 * (docs/agent.md). --lines turns them on. */
+	if (!o->lines_given)
+		o->no_lines = true;
 	return OPTS_RUN;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include <bpf/bpf.h>
 
@@ -195,6 +196,29 @@ static uint64_t now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
+/* Rows into the BPF array at first: through a mapping of just their pages
+ * (an mmapable array maps at any page offset), unmapped at once, so the
+ * array is not resident in the profiler; or into memory (tests). */
+static int rows_write(struct unwinder *u, uint32_t first, const struct bpfs_unwind_row *rows,
+		      size_t nr)
+{
+	size_t off = (size_t)first * sizeof(*rows), len = nr * sizeof(*rows);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), start = off & ~(page - 1);
+	size_t span = (off + len - start + page - 1) & ~(page - 1);
+	void *p;
+
+	if (u->o.rows_fd < 0) {
+		memcpy(&u->o.rows[first], rows, len);
+		return 0;
+	}
+	p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_SHARED, u->o.rows_fd, (off_t)start);
+	if (p == MAP_FAILED)
+		return -1;
+	memcpy((char *)p + (off - start), rows, len);
+	munmap(p, span);
+	return 0;
+}
+
 
 /* Builds the table of the file at path into the rows array. */
 static void load_table(struct unwinder *u, struct table *t, const char *path, const char *name)
@@ -233,7 +257,15 @@ static void load_table(struct unwinder *u, struct table *t, const char *path, co
 	memcpy(t->segs, segs, nsegs * sizeof(*segs));
 	t->nr_segs = nsegs;
 	/* the BPF side reads them once a process entry points here */
-	memcpy(&u->o.rows[first], rows, nr * sizeof(*rows));
+	if (rows_write(u, first, rows, nr)) {
+		p_warn("%s: cannot write its unwind table: %s; walked by frame pointers", name,
+		       strerror(errno));
+		free(t->segs);
+		t->segs = NULL;
+		rows_free(u, first, nr);
+		ehframe__free(eh);
+		return;
+	}
 	t->first = first;
 	t->nr = nr;
 	u->stats.built++;
@@ -426,7 +458,7 @@ int unwinder__start(struct sampler *s, struct symbolizer *sym, uint32_t max_rows
 	struct unwinder_opts uo = { .max_rows = max_rows };
 	int err;
 
-	err = sampler__unwind_maps(s, &uo.rows, &uo.procs_fd);
+	err = sampler__unwind_maps(s, &uo.rows_fd, &uo.procs_fd);
 	if (err) {
 		p_err("cannot map the unwind tables (%u rows): %s; try a smaller --unwind-rows "
 		      "or --unwind fp", max_rows, strerror(-err));

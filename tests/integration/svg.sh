@@ -67,8 +67,9 @@ grep -q "share_fn_10" "$TMP/frames" && pass "svg: share_fn_10 drawn" ||
 expect_pct=$(awk '{ if (in_fn && $1 <= fn_depth) in_fn = 0
 	if (!in_fn && $6 ~ /share_fn/) { s += $2; in_fn = 1; fn_depth = $1 }
 	if (NR == 1) total = $2 } END { printf "%.2f", 100 * s / total }' "$TMP/frames")
-rs_v=$(awk '$6 == "run_shares" { print $2; exit }' "$TMP/frames")
-fn10_v=$(awk '$6 == "share_fn_10" { print $2; exit }' "$TMP/frames")
+# the widest of each (see the page's script)
+rs_v=$(awk '$6 == "run_shares" && $2 > m { m = $2 } END { print m }' "$TMP/frames")
+fn10_v=$(awk '$6 == "share_fn_10" && $2 > m { m = $2 } END { print m }' "$TMP/frames")
 
 if ! command -v chromium >/dev/null; then
 	skip "svg: drawn by a browser" "chromium is not installed (tools/install-deps.sh)"
@@ -109,9 +110,12 @@ EOF
 <script>
 var o = {}, gs = document.querySelectorAll("g.f"), rs = null, fn10 = null;
 function named(g, n) { return g.querySelector("title").textContent.indexOf(n + " (") === 0; }
+// the widest of each: a process's first samples, walked before its unwind
+// tables are loaded, make a small second tree under [truncated: ...]
+function w(g) { return parseFloat(g.querySelector("rect").getAttribute("width")); }
 for (var i = 0; i < gs.length; i++) {
-	if (!rs && named(gs[i], "run_shares")) rs = gs[i];
-	if (rs && !fn10 && named(gs[i], "share_fn_10")) fn10 = gs[i];
+	if (named(gs[i], "run_shares") && (!rs || w(gs[i]) > w(rs))) rs = gs[i];
+	if (named(gs[i], "share_fn_10") && (!fn10 || w(gs[i]) > w(fn10))) fn10 = gs[i];
 }
 o.pct = search("share_fn").toFixed(2);
 o.matched = document.getElementById("matched").textContent;

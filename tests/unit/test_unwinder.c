@@ -36,8 +36,8 @@ static void reap(pid_t pid)
 
 static void test_lifetimes(void)
 {
-	struct bpfs_unwind_row *rows = calloc(1 << 18, sizeof(*rows));
-	struct unwinder_opts o = { .rows = rows, .max_rows = 1 << 18, .procs_fd = -1 };
+	struct bpfs_unwind_row *rows = calloc(1 << 20, sizeof(*rows));
+	struct unwinder_opts o = { .rows = rows, .max_rows = 1 << 20, .procs_fd = -1, .rows_fd = -1 };
 	struct unwinder_stats st, st2;
 	pid_t a = spawn_sleeper(), b = spawn_sleeper();
 	struct procmaps *pa = NULL, *pb = NULL;
@@ -89,7 +89,7 @@ out:
 static void test_full(void)
 {
 	struct bpfs_unwind_row rows[2000];
-	struct unwinder_opts o = { .rows = rows, .max_rows = 2000, .procs_fd = -1 };
+	struct unwinder_opts o = { .rows = rows, .max_rows = 2000, .procs_fd = -1, .rows_fd = -1 };
 	struct unwinder_stats st;
 	struct procmaps *pm = NULL;
 	struct unwinder *u = NULL;
