@@ -202,7 +202,7 @@ fi
 (umask 000 && "$BPFS" -F 99 -d 0.3 -o "$TMP/mode.folded" 2>/dev/null)
 m=$(stat -c %a "$TMP/mode.folded" 2>/dev/null)
 [ "$m" = 600 ] && pass "a profile is created 0600 (umask 000)" || fail "a profile is created 0600" "mode $m"
-(umask 000 && "$BPFS" agent -F 99 -d 1.5 --interval 1 --output-dir "$TMP/mspool" \
+(umask 000 && "$BPFS" agent -F 99 -d 3 --interval 1 --output-dir "$TMP/mspool" \
 	--metrics-file "$TMP/m.prom" --log-file "$TMP/agent.log" 2>/dev/null)
 spool_modes=$(find "$TMP/mspool" -type f -name '*.pb.gz' -printf '%m\n' | sort -u | tr '\n' ' ')
 mm=$(stat -c %a "$TMP/m.prom" 2>/dev/null)
@@ -210,7 +210,7 @@ lm=$(stat -c %a "$TMP/agent.log" 2>/dev/null)
 if [ "$spool_modes" = "640 " ] && [ "$mm" = 644 ] && [ "$lm" = 640 ]; then
 	pass "agent files: spool 0640, metrics 0644, log 0640 (umask 000)"
 else
-	fail "agent file modes" "spool '$spool_modes', metrics $mm, log $lm"
+	fail "agent file modes" "spool '$spool_modes', metrics $mm, log $lm; $(ls "$TMP/mspool" 2>&1 | head -5; tail -3 "$TMP/agent.log")"
 fi
 
 # The smallest set of capabilities that profiles another user's process
