@@ -98,6 +98,24 @@ n=$(samples_with "$TMP/badfp.folded" spin_guard)
 	pass "bad frame pointers: a frame pointer into a guard page is shown as unreadable ($g of $n)" ||
 	fail "bad frame pointers: guard page shown as unreadable" "$g of $n: $(grep spin_guard "$TMP/badfp.folded")"
 
+# The default walk (unwind tables; rbp is a frame pointer there) marks the
+# same chains as cut, with a reason, and counts them in the summary.
+profile "$TMP/badfp-auto.folded" -F 999 -- "$W/badfp" 1.5 ||
+	fail "bad frame pointers, default walk: bpfsampler failed" "$(cat "$TMP/badfp-auto.folded.err")"
+for fn in spin_loop spin_kernel spin_odd; do
+	n=$(samples_with "$TMP/badfp-auto.folded" "$fn")
+	m=$(awk -v f="$fn" '{ line = $0; sub(/ [0-9]+$/, "", line); k = split(line, a, ";")
+		if (a[2] ~ /^\[truncated: / && index(line, ";" f)) s += $NF } END { print s + 0 }' \
+		"$TMP/badfp-auto.folded")
+	junk=$(grep ";$fn" "$TMP/badfp-auto.folded" | grep -cE '\[(kernel|unmapped)\]\+0x')
+	[ "$n" -gt 200 ] && [ "$m" -ge $((n * 9 / 10)) ] && [ "$junk" -eq 0 ] &&
+		pass "bad frame pointers, default walk: $fn marked cut in $m of $n samples, no invented frames" ||
+		fail "bad frame pointers, default walk: $fn marked cut" "$m of $n marked, $junk junk"
+done
+grep -qE 'user stacks cut: bad frame' "$TMP/badfp-auto.folded.err" &&
+	pass "bad frame pointers, default walk: bad frames counted in the summary" ||
+	fail "bad frame pointers, default walk: bad frames counted" "$(grep incomplete "$TMP/badfp-auto.folded.err")"
+
 # --- Hostile perf maps for a live JIT (its anonymous executable mapping is
 # what makes the map be read). hostile_map NAME WRITER: WRITER PATH START
 # SIZE writes the map; the run must end and say why a map was refused.
