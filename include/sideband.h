@@ -45,8 +45,8 @@ struct sideband_stats {
 	uint64_t mappings;    /* executable file mappings handed on */
 	uint64_t stale;	      /* mappings of an image its process left by exec
 			       * before they were read: not handed on */
-	uint64_t lost;	      /* records the kernel could not write */
-	uint64_t lost_events; /* PERF_RECORD_LOST records (times it happened) */
+	uint64_t lost;	      /* records the kernel could not write, or we could not keep */
+	uint64_t lost_events; /* times it happened */
 	uint64_t max_lag_ns;  /* longest from a mapping to its handing on */
 };
 

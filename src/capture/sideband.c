@@ -178,23 +178,28 @@ static int keep_exec(struct sideband *sb, const struct perf_event_header *h)
 void sideband__feed(struct sideband *sb, const struct perf_event_header *h)
 {
 	const struct rec_lost *l = (const void *)h;
+	uint64_t lost = 0;
 
 	switch (h->type) {
 	case PERF_RECORD_MMAP2:
-		keep_mmap2(sb, h); /* out of memory: as good as lost */
+		lost = keep_mmap2(sb, h) ? 1 : 0; /* out of memory: lost, and said */
 		break;
 	case PERF_RECORD_COMM:
-		keep_exec(sb, h);
+		lost = keep_exec(sb, h) ? 1 : 0;
 		break;
 	case PERF_RECORD_LOST:
-		if (h->size >= sizeof(*l)) {
-			sb->stats.lost += l->lost;
-			sb->stats.lost_events++;
-			if (sb->opts.on_lost)
-				sb->opts.on_lost(sb->opts.ctx, l->lost);
-		}
+		if (h->size >= sizeof(*l))
+			lost = l->lost;
 		break;
 	}
+	if (!lost)
+		return;
+	/* the same path as the kernel's losses: counted, and the maps of
+	 * every live process read again from /proc */
+	sb->stats.lost += lost;
+	sb->stats.lost_events++;
+	if (sb->opts.on_lost)
+		sb->opts.on_lost(sb->opts.ctx, lost);
 }
 
 static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *h)

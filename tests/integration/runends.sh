@@ -106,13 +106,18 @@ blocked_writer() {
 	kill $dog $reader 2>/dev/null
 	wait $dog $reader 2>/dev/null
 }
+# blocked_ends NAME RC SAYS: the blocked writer exited RC within BOUND,
+# its message matching SAYS.
+blocked_ends() {
+	if [ $rc -eq "$2" ] && [ $((t1 - t0)) -le $((BOUND * 1000)) ] &&
+		grep -q "$3" "$TMP/blocked.err"; then
+		pass "$1: out in $((t1 - t0)) ms, exit $2, says the output is incomplete"
+	else
+		fail "$1 ends at once" "exit $rc after $((t1 - t0)) ms: $(tail -2 "$TMP/blocked.err")"
+	fi
+}
 blocked_writer TERM
-if [ $rc -eq 143 ] && [ $((t1 - t0)) -le $((BOUND * 1000)) ] &&
-	grep -q "interrupted after sampling.*incomplete" "$TMP/blocked.err"; then
-	pass "SIGTERM while writing: out in $((t1 - t0)) ms, exit 143, says the output is incomplete"
-else
-	fail "SIGTERM while writing ends at once" "exit $rc after $((t1 - t0)) ms: $(tail -2 "$TMP/blocked.err")"
-fi
+blocked_ends "SIGTERM while writing" 143 "interrupted after sampling.*incomplete"
 
 # A second SIGINT: the first ends sampling, the second (the write blocked)
 # ends the process. With -o, the earlier file under that name is kept.
@@ -136,12 +141,7 @@ else
 	fail "two SIGINTs with -o" "exit $rc: $(tail -2 "$TMP/twice.err"); $(ls -a "$TMP")"
 fi
 blocked_writer twice
-if [ $rc -eq 130 ] && [ $((t1 - t0)) -le $((BOUND * 1000)) ] &&
-	grep -q "interrupted again.*incomplete" "$TMP/blocked.err"; then
-	pass "a second SIGINT: out in $((t1 - t0)) ms, exit 130, says the output is incomplete"
-else
-	fail "a second SIGINT ends at once" "exit $rc after $((t1 - t0)) ms: $(tail -2 "$TMP/blocked.err")"
-fi
+blocked_ends "a second SIGINT" 130 "interrupted again.*incomplete"
 
 # The agent stops within its bound (the open window is written; no push
 # here, so no 10 s push budget to wait for).

@@ -23,6 +23,19 @@
 /* One step of a 64-bit LCG: a 4-cycle dependency chain (~1.1 ns). */
 #define LCG_STEP(x) ((x) = (x) * 6364136223846793005UL + 1)
 
+/* A system call with three arguments, inlined into the caller (no libc
+ * frame between it and the kernel). */
+static inline __attribute__((always_inline)) long raw_syscall3(long nr, long a, long b, long c)
+{
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
 /* clock_gettime(clk) as a raw system call, inlined into the caller. */
 static inline __attribute__((always_inline)) double now_s(clockid_t clk)
 {

@@ -31,17 +31,6 @@
 
 #include "burn.h"
 
-static inline __attribute__((always_inline)) long raw_syscall3(long nr, long a, long b, long c)
-{
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
 static long minflt(void)
 {
 	struct rusage ru;

@@ -18,17 +18,6 @@
 
 #include "burn.h"
 
-static inline __attribute__((always_inline)) long raw_syscall3(long nr, long a, long b, long c)
-{
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
 __attribute__((noinline)) long syscall_loop(double seconds)
 {
 	double end = now_s(CLOCK_MONOTONIC) + seconds;
