@@ -80,6 +80,10 @@ void addrspace__read_announced(struct addrspace *as);
 /* Process pid mapped a file executable, or exec'd. The file is opened now,
  * while it is mapped. */
 void addrspace__note_mapping(struct addrspace *as, int pid, const struct as_mapping *am);
+/* The side-band saw pid begin an exec at time_ns: the mappings it made
+ * from then on are of the new image, though they may have taken their gens
+ * before the BPF side's exec (at its end) took its own. */
+void addrspace__note_exec_start(struct addrspace *as, int pid, uint64_t time_ns);
 /* The gen a sample of pid taken at time_ns (CLOCK_MONOTONIC) should have
  * carried: gen, or a followed mapping's made before the sample but given its
  * gen after it (the loader gives side-band mappings theirs as it reads

@@ -15,8 +15,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* An executable file mapping, from a PERF_RECORD_MMAP2. */
+/* An executable file mapping, from a PERF_RECORD_MMAP2; or with exec set,
+ * the start of an exec (its PERF_RECORD_COMM: pid and time_ns only), which
+ * comes before the new image's mappings. */
 struct sideband_mapping {
+	bool exec;
 	uint32_t pid;
 	uint32_t tid;
 	uint64_t time_ns; /* CLOCK_MONOTONIC, the clock of the BPF records */

@@ -324,6 +324,10 @@ static void on_sideband_mapping(void *ctx, const struct sideband_mapping *m)
 
 	if (!follow_process(s, pid))
 		return;
+	if (m->exec) { /* no mapping: no gen */
+		s->opts.on_mapping(s->opts.map_ctx, m, 0);
+		return;
+	}
 	gen = (__u32)__atomic_add_fetch(&s->skel->bss->map_gen_seq, 1, __ATOMIC_SEQ_CST);
 	if (bpf_map__update_elem(s->skel->maps.mapgens, &pid, sizeof(pid), &gen, sizeof(gen),
 				 BPF_ANY))

@@ -239,8 +239,14 @@ static void dispatch(struct sideband *sb)
 		struct item *it = vec__at(&sb->items, i);
 		uintptr_t exec_ns;
 
-		if (it->exec)
+		if (it->exec) {
+			/* the image's boundary: the BPF side sees the exec
+			 * only once the new image is mapped */
+			it->m.exec = true;
+			it->m.time_ns = it->time_ns;
+			sb->opts.on_mapping(sb->opts.ctx, &it->m);
 			continue;
+		}
 		exec_ns = execs ? (uintptr_t)hashmap__find(execs, (void *)(uintptr_t)(it->m.pid + 1UL))
 				: 0;
 		if (exec_ns > it->time_ns) {

@@ -38,6 +38,7 @@ struct mapevent {
 	uint32_t gen;
 	uint64_t time_ns;
 	bool exec;	  /* an exec: older events are of another image */
+	uint64_t start_ns; /* an exec: when it began (the side-band's), 0: not known */
 	uint64_t mm;
 	struct procmap m; /* m.path owned; unset for an exec */
 	const struct mapped_file *file;
@@ -60,6 +61,7 @@ struct proc {
 	unsigned int gone;	 /* sweeps that found it exited */
 	bool queued;		 /* in addrspace.announced */
 	uint64_t lost_ns;	 /* side-band records were last lost then */
+	uint64_t exec_start_ns;	 /* the side-band saw its last exec begin then */
 	struct mapevent *events; /* followed mappings, sorted by gen */
 	size_t nr_events, cap_events;
 };
@@ -435,6 +437,75 @@ static char *mapping_path(const struct proc *p, const struct procmap *m, const c
 	return NULL;
 }
 
+/* Puts ev in p->events at its place by gen (an exec before the mappings of
+ * its own gen); i: the place it is moved from, or p->nr_events for a new
+ * one (room made). */
+static size_t place_event(struct proc *p, const struct mapevent *ev, size_t i)
+{
+	for (; i > 0 && (p->events[i - 1].gen > ev->gen ||
+			 (p->events[i - 1].gen == ev->gen && ev->exec && !p->events[i - 1].exec));
+	     i--)
+		p->events[i] = p->events[i - 1];
+	p->events[i] = *ev;
+	return i;
+}
+
+/*
+ * The BPF side takes an exec's gen at its end (sched_process_exec), after
+ * the kernel mapped the new image; the side-band's mappings of the image
+ * may have taken theirs before. The exec at index x, whose start the
+ * side-band gave, is moved before every mapping made between its start and
+ * its end: samples of the new image find them, samples of the old one not.
+ */
+static void settle_exec(struct proc *p, size_t x)
+{
+	struct mapevent e = p->events[x];
+	uint32_t gen = e.gen;
+
+	if (!e.start_ns)
+		return;
+	for (size_t i = 0; i < x; i++) {
+		const struct mapevent *m = &p->events[i];
+
+		if (!m->exec && m->time_ns >= e.start_ns && m->time_ns <= e.time_ns &&
+		    m->gen < gen)
+			gen = m->gen;
+	}
+	if (gen == e.gen)
+		return;
+	e.gen = gen;
+	place_event(p, &e, x);
+}
+
+/* After a mapping was placed at i, before the end: an exec after it that it
+ * belongs to moves before it. */
+static void settle_after(struct proc *p, size_t i)
+{
+	const struct mapevent *m = &p->events[i];
+
+	for (size_t x = i + 1; x < p->nr_events; x++) {
+		const struct mapevent *e = &p->events[x];
+
+		if (e->exec && e->start_ns && e->start_ns <= m->time_ns && m->time_ns <= e->time_ns) {
+			settle_exec(p, x);
+			return;
+		}
+	}
+}
+
+/* The start of the exec e ended with, if the side-band gave it: after every
+ * earlier exec of p. */
+static uint64_t exec_start(const struct proc *p, const struct mapevent *e)
+{
+	if (!p->exec_start_ns || p->exec_start_ns > e->time_ns)
+		return 0;
+	for (size_t i = 0; i < p->nr_events; i++)
+		if (p->events[i].exec && p->events[i].time_ns < e->time_ns &&
+		    p->events[i].time_ns >= p->exec_start_ns)
+			return 0;
+	return p->exec_start_ns;
+}
+
 static int add_event(struct proc *p, const struct mapevent *ev)
 {
 	size_t i;
@@ -449,11 +520,34 @@ static int add_event(struct proc *p, const struct mapevent *ev)
 		p->cap_events = cap;
 	}
 	/* Records of several CPUs' rings arrive out of gen order. */
-	for (i = p->nr_events; i > 0 && p->events[i - 1].gen > ev->gen; i--)
-		p->events[i] = p->events[i - 1];
-	p->events[i] = *ev;
+	i = place_event(p, ev, p->nr_events);
 	p->nr_events++;
+	if (ev->exec)
+		settle_exec(p, i);
+	else if (i + 1 < p->nr_events)
+		settle_after(p, i);
 	return 0;
+}
+
+void addrspace__note_exec_start(struct addrspace *as, int pid, uint64_t time_ns)
+{
+	struct proc *p = get_proc(as, pid);
+
+	if (!p)
+		return;
+	p->exec_start_ns = time_ns;
+	/* the BPF side's exec may have come first: the first one after it */
+	for (size_t x = 0; x < p->nr_events; x++) {
+		struct mapevent *e = &p->events[x];
+
+		if (e->exec && e->time_ns >= time_ns) {
+			if (!e->start_ns) {
+				e->start_ns = time_ns;
+				settle_exec(p, x);
+			}
+			return;
+		}
+	}
 }
 
 void addrspace__note_mapping(struct addrspace *as, int pid, const struct as_mapping *am)
@@ -470,6 +564,8 @@ void addrspace__note_mapping(struct addrspace *as, int pid, const struct as_mapp
 
 	if (!p)
 		return;
+	if (ev.exec)
+		ev.start_ns = exec_start(p, &ev);
 	if (!ev.exec) {
 		as->stats.mappings++;
 		/* A file already read (every process maps libc): named as
@@ -585,6 +681,24 @@ static const struct mapevent *find_followed(const struct proc *p, uint32_t gen, 
 	return NULL;
 }
 
+/* The first followed mapping of p made after gen that covers addr, in the
+ * image a sample of gen was in (up to the next exec). */
+static const struct mapevent *find_followed_after(const struct proc *p, uint32_t gen,
+						  uint64_t addr)
+{
+	for (size_t i = 0; i < p->nr_events; i++) {
+		const struct mapevent *e = &p->events[i];
+
+		if (e->gen <= gen)
+			continue;
+		if (e->exec)
+			return NULL;
+		if (addr >= e->m.start && addr < e->m.end)
+			return e;
+	}
+	return NULL;
+}
+
 /* Whether mapping m of snapshot s may be one made after gen, which was not
  * there yet for a sample of gen: a mapping made after gen, before s was
  * read, of the same file at the same place. (A file mapped again where it
@@ -654,6 +768,15 @@ static bool find_own(const struct proc *p, uint32_t gen, uint64_t addr, struct a
 		for (const struct snapshot *s = p->snaps; s; s = s->older)
 			if (find_read(p, s, gen, exec_mm, addr, strict, hit))
 				return true;
+	/* nothing read covers it (a process gone before its maps could be
+	 * read): what the side-band saw it map just after gen (aggregated
+	 * stacks have no time to put them right, as stream mode does) */
+	e = find_followed_after(p, gen, addr);
+	if (e) {
+		hit->m = &e->m;
+		hit->file = e->file;
+		return true;
+	}
 	return false;
 }
 

@@ -105,6 +105,10 @@ void symbolizer__on_sideband_mapping(void *ctx, const struct sideband_mapping *m
 {
 	struct symbolizer *sym = ctx;
 
+	if (m->exec) {
+		addrspace__note_exec_start(sym->as, m->pid, m->time_ns);
+		return;
+	}
 	symbolizer__note_mapping(sym, m->pid,
 				 &(struct as_mapping){ .gen = gen,
 							.time_ns = m->time_ns,

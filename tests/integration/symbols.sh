@@ -38,6 +38,23 @@ else
 	fail "100 short-lived children: enough samples" "$all"
 fi
 
+# Processes of a millisecond (a shell running /bin/true 2000 times): gone
+# before their maps can be read, named from the side-band's mappings alone.
+# Their exec is followed twice, by the side-band as it begins and by the BPF
+# side as it ends, after ld.so is mapped: ld.so's and libc's frames must not
+# come out [unmapped]. A frame-pointer walk through ld.so before its tables
+# are loaded may end in a bad address; that is marked [truncated: ...].
+profile "$TMP/true.folded" -F 999 -- sh -c 'for i in $(seq 1 2000); do /bin/true; done' ||
+	fail "exec loop run"
+all=$(comm_lines "$TMP/true.folded" true >"$TMP/true.only"; total "$TMP/true.only")
+grep -v '[[]truncated' "$TMP/true.only" >"$TMP/true.whole"
+unmapped=$(samples_matching "$TMP/true.whole" '[[]unmapped[]]')
+if [ "$all" -gt 300 ] && [ $((unmapped * 100)) -lt "$all" ]; then
+	pass "2000 processes of a millisecond: named ($unmapped of $all whole stacks with an [unmapped] frame)"
+else
+	fail "2000 processes of a millisecond: named" "$unmapped of $all whole stacks with an [unmapped] frame: $(grep '[[]unmapped[]]' "$TMP/true.whole" | head -3)"
+fi
+
 # A binary deleted after it started: read through /proc/PID/map_files.
 cp "$W/shares" "$TMP/doomed"
 "$TMP/doomed" 3 &

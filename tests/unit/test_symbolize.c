@@ -22,6 +22,7 @@
 #include "elf_syms.h"
 #include "filecache.h"
 #include "procmaps.h"
+#include "sideband.h"
 #include "symbolize.h"
 #include "unit.h"
 
@@ -77,6 +78,16 @@ static const char *name_at_pid(struct symbolizer *sym, int pid, uintptr_t addr)
 	struct sym_frame f;
 
 	symbolizer__user(sym, pid, 0, addr, false, &f);
+	if (f.name)
+		return f.name;
+	return f.kind == SYM_UNMAPPED ? "[unmapped]" : f.kind == SYM_ANON ? "[anon]" : "[no symbol]";
+}
+
+static const char *name_at_gen(struct symbolizer *sym, int pid, uint32_t gen, uintptr_t addr)
+{
+	struct sym_frame f;
+
+	symbolizer__user(sym, pid, gen, addr, false, &f);
 	if (f.name)
 		return f.name;
 	return f.kind == SYM_UNMAPPED ? "[unmapped]" : f.kind == SYM_ANON ? "[anon]" : "[no symbol]";
@@ -223,6 +234,80 @@ static void test_sideband_lag(void)
 	munmap(base, size);
 	munmap(other, am.end - am.start);
 	symbolizer__free(sym);
+}
+
+/*
+ * A process gone before its maps could be read, named from the side-band
+ * alone. The BPF side takes an exec's gen at its end, after the kernel
+ * mapped the new image, whose side-band mappings may have taken smaller
+ * gens: the exec's start (the side-band's COMM record) puts them after it,
+ * whichever of the three comes first. A pid no process has: no /proc.
+ */
+static void test_exec_after_its_mappings(void)
+{
+	static const int order[][3] = { { 0, 1, 2 }, { 2, 0, 1 }, { 0, 2, 1 }, { 1, 2, 0 } };
+	const int pid = 2147483000;
+	struct symbolizer *sym;
+	struct as_mapping am;
+	uintptr_t fn;
+	void *base;
+	uint64_t t0;
+
+	base = map_file(FX("fx_swap_a.so"), NULL, &am, 4);
+	fn = (uintptr_t)base + FN_OFF;
+	am.path = FX("fx_swap_a.so");
+	for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
+		CHECK(!symbolizer__new(NULL, &sym), "new");
+		symbolizer__set_tracking(sym, true);
+		t0 = now_ns();
+		for (int k = 0; k < 3; k++) {
+			switch (order[o][k]) {
+			case 0: /* the side-band: the exec begins */
+				symbolizer__on_sideband_mapping(
+					sym, &(struct sideband_mapping){ .exec = true, .pid = pid,
+									 .time_ns = t0 },
+					0);
+				break;
+			case 1: /* the side-band: ld.so mapped, read as gen 4 */
+				am.time_ns = t0 + 10;
+				symbolizer__note_mapping(sym, pid, &am);
+				break;
+			case 2: /* the BPF side: the exec ends, gen 6 */
+				symbolizer__note_mapping(sym, pid,
+							 &(struct as_mapping){ .gen = 6, .exec = true,
+									       .mm = 2,
+									       .time_ns = t0 + 20 });
+				break;
+			}
+		}
+		CHECK(!strcmp(name_at_gen(sym, pid, 6, fn), "fx_swap_a"),
+		      "order %zu: a sample after the exec: %s", o, name_at_gen(sym, pid, 6, fn));
+		CHECK(!strcmp(name_at_gen(sym, pid, 3, fn), "[unmapped]"),
+		      "order %zu: a sample of the image it left: %s", o, name_at_gen(sym, pid, 3, fn));
+		symbolizer__free(sym);
+	}
+
+	/* a second exec whose start the side-band lost: the first's start is
+	 * not taken for it, and the first image's mapping stays the first's */
+	CHECK(!symbolizer__new(NULL, &sym), "new");
+	symbolizer__set_tracking(sym, true);
+	t0 = now_ns();
+	symbolizer__on_sideband_mapping(
+		sym, &(struct sideband_mapping){ .exec = true, .pid = pid, .time_ns = t0 }, 0);
+	symbolizer__note_mapping(sym, pid,
+				 &(struct as_mapping){ .gen = 2, .exec = true, .mm = 2,
+						       .time_ns = t0 + 5 });
+	am.time_ns = t0 + 10;
+	symbolizer__note_mapping(sym, pid, &am);
+	symbolizer__note_mapping(sym, pid,
+				 &(struct as_mapping){ .gen = 6, .exec = true, .mm = 3,
+						       .time_ns = t0 + 20 });
+	CHECK(!strcmp(name_at_gen(sym, pid, 5, fn), "fx_swap_a"), "the first image: %s",
+	      name_at_gen(sym, pid, 5, fn));
+	CHECK(!strcmp(name_at_gen(sym, pid, 6, fn), "[unmapped]"), "the second image: %s",
+	      name_at_gen(sym, pid, 6, fn));
+	symbolizer__free(sym);
+	munmap(base, am.end - am.start);
 }
 
 static int copy_file(const char *from, const char *to)
@@ -486,6 +571,7 @@ int main(void)
 	RUN(test_lines_fd_budget);
 	RUN(test_mappings_over_time);
 	RUN(test_sideband_lag);
+	RUN(test_exec_after_its_mappings);
 	RUN(test_file_cache);
 	RUN(test_replaced_file);
 	RUN(test_lifetimes);
