@@ -21,12 +21,20 @@ struct seen {
 	char path[8][64];
 	uint64_t lost;
 	int lost_calls;
+	int execs, exec_at; /* exec starts handed on; mappings before the last */
+	struct sideband_mapping exec;
 };
 
 static void on_mapping(void *ctx, const struct sideband_mapping *m)
 {
 	struct seen *s = ctx;
 
+	if (m->exec) {
+		s->exec = *m;
+		s->exec_at = s->nr;
+		s->execs++;
+		return;
+	}
 	if (s->nr >= 8)
 		return;
 	s->m[s->nr] = *m;
@@ -134,6 +142,9 @@ static void test_records(void)
 	      (unsigned long long)s.lost);
 	CHECK(!sideband__consume(sb), "consume");
 	CHECK(s.nr == 3, "three mappings handed on, got %d", s.nr);
+	CHECK(s.execs == 1 && s.exec.pid == 200 && s.exec.time_ns == 1300 && s.exec_at == 1,
+	      "the exec's start handed on in time order: %d, pid %u at %llu after %d mappings",
+	      s.execs, s.exec.pid, (unsigned long long)s.exec.time_ns, s.exec_at);
 	if (s.nr == 3) {
 		CHECK(!strcmp(s.path[0], "/usr/lib/liba.so") && s.m[0].time_ns == 1000,
 		      "first in time: %s at %llu", s.path[0], (unsigned long long)s.m[0].time_ns);
