@@ -171,7 +171,8 @@ struct ustack {
 	 * and the last row found with the addresses it covers. */
 	__u32 reason;
 	__u32 row_ok;
-	__s32 map_idx; /* the last mapping found, -1: none yet */
+	__s32 map_idx;	/* the last mapping found, -1: none yet */
+	__s32 map_prev; /* the one found before it */
 	__u64 row_lo, row_hi;
 	struct bpfs_unwind_row row;
 	__u64 ips[BPFS_MAX_USER_DEPTH];
@@ -635,6 +636,7 @@ static __always_inline void walk_from(struct ustack *st, __u64 ip, __u64 fp, __u
 	st->reason = 0;
 	st->row_ok = 0;
 	st->map_idx = -1;
+	st->map_prev = -1;
 }
 
 /* Completion at return to user space: the thread's own context, where
@@ -705,6 +707,16 @@ static int complete_walk(struct bpf_map *map, void *key, void *value)
 	rec->flags = (cw->st.fault ? BPFS_F_USTACK_ERR : 0) |
 		     (cw->st.nr >= max_depth ? BPFS_F_USTACK_TRUNC : 0) | cw->st.reason;
 	rec_submit(ring, rec);
+	/* the reasons a stack walked here was cut, counted as the
+	 * interrupt's walk counts them (once per stack walked) */
+	if (cw->st.fault)
+		stat_inc_global(BPFS_STAT_USTACK_ERR);
+	if (cw->st.nr >= max_depth)
+		stat_inc_global(BPFS_STAT_USTACK_TRUNC);
+	if (cw->st.reason & BPFS_F_USTACK_NOINFO)
+		stat_inc_global(BPFS_STAT_USTACK_NOINFO);
+	if (cw->st.reason & BPFS_F_USTACK_BADFRAME)
+		stat_inc_global(BPFS_STAT_USTACK_BADFRAME);
 	stat_inc_global(BPFS_STAT_COMPLETIONS);
 	return 0;
 }

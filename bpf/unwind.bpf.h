@@ -38,6 +38,36 @@ struct {
 
 const volatile __u32 unwind_mode = BPFS_UNWIND_FP;
 
+/*
+ * Rows found, per CPU, by (table, file address): a profile's samples
+ * return through the same call sites again and again, and a hit costs one
+ * compare instead of a binary search of up to 24 steps (libc: 15). Direct
+ * mapped; a table's id is never reused, so a released table's rows are
+ * never handed out. Only the sampling interrupt uses it (one at a time per
+ * CPU); the sleepable completion does not, since an interrupt on its CPU
+ * could rewrite a slot it is reading.
+ */
+#define UNWIND_CACHE_SLOTS 512
+
+struct urow_slot {
+	__u64 x;	/* file address looked up */
+	__u64 lo, hi;	/* file addresses the row covers; hi ~0: to the map's end */
+	__u32 table_id; /* 0: empty */
+	__u32 pad;
+	struct bpfs_unwind_row row;
+};
+
+struct urow_cache {
+	struct urow_slot s[UNWIND_CACHE_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct urow_cache);
+} unwind_cache SEC(".maps");
+
 /* Binary-search bounds for the verifier: 2^7 mappings, 2^24 rows. */
 #define UNWIND_MAP_STEPS 7
 #define UNWIND_ROW_STEPS 24
@@ -84,18 +114,31 @@ static __always_inline int unwind_find_map(const struct bpfs_unwind_proc *proc, 
 	return addr < proc->m[lo].end ? (int)lo : -1;
 }
 
-/* The same, trying the mapping found last first: a stack's frames are
- * mostly in a few files. */
+static __always_inline bool unwind_in_map(const struct bpfs_unwind_proc *proc, __s32 i,
+					  __u64 addr)
+{
+	return i >= 0 && i < BPFS_UNWIND_MAPS && i < proc->nr && addr >= proc->m[i].start &&
+	       addr < proc->m[i].end;
+}
+
+/* The same, trying the two mappings found last first: a stack's frames
+ * are mostly in a few files, and go back and forth between a program and
+ * libc. */
 static __always_inline int unwind_map_of(struct ustack *st, const struct bpfs_unwind_proc *proc,
 					 __u64 addr)
 {
-	__s32 last = st->map_idx;
+	__s32 last = st->map_idx, prev = st->map_prev;
 	int mi;
 
-	if (last >= 0 && last < BPFS_UNWIND_MAPS && last < proc->nr &&
-	    addr >= proc->m[last].start && addr < proc->m[last].end)
+	if (unwind_in_map(proc, last, addr))
 		return last;
+	if (unwind_in_map(proc, prev, addr)) {
+		st->map_prev = last;
+		st->map_idx = prev;
+		return prev;
+	}
 	mi = unwind_find_map(proc, addr);
+	st->map_prev = last;
 	st->map_idx = mi;
 	return mi;
 }
@@ -124,19 +167,38 @@ static long row_search_step(__u64 i, void *data)
 	return 0;
 }
 
+static __always_inline struct urow_slot *urow_slot(struct urow_cache *c, __u64 x, __u32 table_id)
+{
+	__u32 h = (__u32)((x * 0x9E3779B97F4A7C15ULL) >> 40) ^ table_id;
+
+	return &c->s[h & (UNWIND_CACHE_SLOTS - 1)];
+}
+
 /* The row covering file address x among the map's rows, copied into
- * st->row, with the range it covers in the process's addresses cached
- * (recursion and loops find the same row again without a search). */
+ * st->row, with the range it covers in the process's addresses kept
+ * (recursion and loops find the same row again without a search), and
+ * in the row cache when one is given. */
 static __always_inline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map *m,
-					    __u64 look)
+					    __u64 look, struct urow_cache *cache)
 {
 	struct usearch s = { .x = look - m->bias, .hi = m->row_nr, .first = m->row_first,
 			     .next = ~0ULL };
+	struct urow_slot *slot = NULL;
 	struct bpfs_unwind_row *r;
 	__u32 key;
 
 	if (st->row_ok && look >= st->row_lo && look < st->row_hi)
 		return true;
+	if (cache) {
+		slot = urow_slot(cache, s.x, m->table_id);
+		if (slot->table_id == m->table_id && slot->x == s.x) {
+			st->row = slot->row;
+			st->row_lo = slot->lo + m->bias;
+			st->row_hi = slot->hi == ~0ULL ? m->end : slot->hi + m->bias;
+			st->row_ok = 1;
+			return true;
+		}
+	}
 	key = m->row_first;
 	r = bpf_map_lookup_elem(&unwind_rows, &key);
 	if (!r || !s.hi || r->pc > s.x)
@@ -152,6 +214,13 @@ static __always_inline bool unwind_find_row(struct ustack *st, const struct bpfs
 	st->row_lo = r->pc + m->bias;
 	st->row_hi = s.next == ~0ULL ? m->end : s.next + m->bias;
 	st->row_ok = 1;
+	if (slot) {
+		slot->x = s.x;
+		slot->lo = r->pc;
+		slot->hi = s.next;
+		slot->row = *r;
+		slot->table_id = m->table_id;
+	}
 	return true;
 }
 
@@ -190,7 +259,8 @@ static __always_inline long unwind_stop(struct ustack *st, __u32 reason)
 
 /* One frame: from the registers of frame nr - 1 to its caller's. */
 static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
-					const struct bpfs_unwind_proc *proc, bool sleepable)
+					const struct bpfs_unwind_proc *proc,
+					struct urow_cache *cache, bool sleepable)
 {
 	__u32 nr = st->nr;
 	__u64 pc, look, sp = st->sp, bp = st->fp, cfa, ra = 0, nbp = bp;
@@ -211,7 +281,7 @@ static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
 	if (m && m->row_nr) {
 		struct bpfs_unwind_row *r = &st->row;
 
-		if (!unwind_find_row(st, m, look))
+		if (!unwind_find_row(st, m, look, cache))
 			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
 		switch (r->cfa_type) {
 		case BPFS_CFA_END:
@@ -270,20 +340,21 @@ struct unwind_walk {
 	struct ustack *st;
 	struct uwin *win;
 	const struct bpfs_unwind_proc *proc;
+	struct urow_cache *cache;
 };
 
 static long unwind_frame(__u64 i, void *data)
 {
 	struct unwind_walk *w = data;
 
-	return unwind_step(w->st, w->win, w->proc, false);
+	return unwind_step(w->st, w->win, w->proc, w->cache, false);
 }
 
 static long unwind_frame_sleepable(__u64 i, void *data)
 {
 	struct unwind_walk *w = data;
 
-	return unwind_step(w->st, w->win, w->proc, true);
+	return unwind_step(w->st, w->win, w->proc, NULL, true);
 }
 
 /* The process's unwind tables, when they are used and loaded. */
@@ -299,7 +370,10 @@ static __always_inline void unwind_walk(struct ustack *st, struct uwin *win,
 					const struct bpfs_unwind_proc *proc, bool sleepable)
 {
 	struct unwind_walk w = { .st = st, .win = win, .proc = proc };
+	__u32 zero = 0;
 
+	if (!sleepable)
+		w.cache = bpf_map_lookup_elem(&unwind_cache, &zero);
 	if (sleepable)
 		bpf_loop(BPFS_MAX_USER_DEPTH, unwind_frame_sleepable, &w, 0);
 	else

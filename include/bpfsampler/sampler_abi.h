@@ -259,6 +259,9 @@ struct bpfs_unwind_map {
 	__u64 bias;
 	__u32 row_first;
 	__u32 row_nr;
+	__u32 table_id; /* never reused: keys the BPF side's row cache, which
+			 * must not hand out a released table's rows */
+	__u32 pad;
 };
 
 /* Executable mappings kept per process; the loader counts the ones left

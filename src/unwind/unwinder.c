@@ -26,6 +26,7 @@
 struct table {
 	char key[2 * 64 + 1];	/* build-ID, or "dev:inode" without one */
 	uint32_t first, nr;	/* rows [first, first + nr); nr 0: no table */
+	uint32_t id;		/* never reused (the BPF row cache's key) */
 	struct ehframe_seg *segs;
 	size_t nr_segs;
 	unsigned int refs;	/* process mappings that use it */
@@ -56,6 +57,7 @@ struct unwinder {
 	struct hashmap *procs;	/* pid -> struct uproc */
 	struct vec free;	/* struct extent, sorted by first */
 	struct bpfs_unwind_proc scratch;
+	uint32_t last_id;	/* of the newest table */
 	struct unwinder_stats stats;
 };
 
@@ -293,6 +295,7 @@ static struct table *get_table(struct unwinder *u, int pid, const struct procmap
 		if (!t)
 			return NULL;
 		memcpy(t->key, key, sizeof(t->key));
+		t->id = ++u->last_id;
 		load_table(u, t, path, m->path);
 		if (hashmap__set(u->tables, t->key, t, NULL)) {
 			rows_free(u, t->first, t->nr);
@@ -370,6 +373,7 @@ void unwinder__note_maps(struct unwinder *u, int pid, const struct procmaps *pm)
 			e->bias = bias;
 			e->row_first = t->first;
 			e->row_nr = t->nr;
+			e->table_id = t->id;
 		}
 		/* held even without rows: a file known to have no table is
 		 * not read again while it is mapped */

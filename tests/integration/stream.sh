@@ -29,6 +29,20 @@ profile "$TMP/cut.folded" -F 999 --max-stack-depth 300 -- "$W/recurse" 1000 1 ||
 cut=$(samples_matching "$TMP/cut.folded" '^recurse;[[]truncated: max depth[]];(recurse;){2}')
 all=$(samples_with "$TMP/cut.folded" recurse_leaf)
 within "stacks over --max-stack-depth start with [truncated: max depth]" "$(ratio "$cut" "$all")" 1 0.02
+# The same cut, found by the walk at return to user space (the interrupt
+# walks 16 frames, the completion the rest): counted in the summary as the
+# interrupt's walk counts it, once per stack walked.
+profile "$TMP/cutc.folded" -F 999 --max-stack-depth 300 --interrupt-depth 16 -- "$W/recurse" 1000 1 ||
+	fail "cut run at return to user space"
+cut=$(samples_matching "$TMP/cutc.folded" '^recurse;[[]truncated: max depth[]];(recurse;){2}')
+completed=$(sed -n 's/.*finished \([0-9]*\) samples.*/\1/p' "$TMP/cutc.folded.err")
+counted=$(sed -n 's/.* \([0-9]*\) user stack cut at --max-stack-depth.*/\1/p' "$TMP/cutc.folded.err")
+if [ "$cut" -gt 500 ] && [ "${completed:-0}" -gt $((cut * 9 / 10)) ] &&
+	[ "${counted:-0}" -ge $((cut * 9 / 10)) ] && [ "${counted:-0}" -le $((cut * 11 / 10)) ]; then
+	pass "cut at return to user space: counted (${counted} cut, ${cut} samples marked, ${completed} completed)"
+else
+	fail "cut at return to user space: counted" "${counted:-none} counted, $cut samples marked, ${completed:-none} completed: $(grep -E 'incomplete|completions' "$TMP/cutc.folded.err")"
+fi
 
 # --format samples: one line per sample; per-CPU monotonic time inside the
 # run's window; samples per thread match the thread's CPU time.
