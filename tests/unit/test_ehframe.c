@@ -319,7 +319,8 @@ static uint64_t nm_addr(const char *path, const char *name)
  * invented); with its debug file, found by build-ID, the whole table. */
 static void test_debug_file_rows(void)
 {
-	const char *roots[] = { FX("dfroot") }, *wrong[] = { FX("dfwrong") };
+	const char *roots[] = { FX("dfroot") }, *zroots[] = { FX("dfzroot") };
+	const char *wrong[] = { FX("dfwrong") };
 	struct debuginfo_opts o = { .roots = roots, .nr_roots = 1 };
 	struct ehframe *eh = NULL, *bare = NULL, *dbg = NULL;
 	uint64_t main_pc = nm_addr(FX("fx_nofp_df"), "main");
@@ -356,6 +357,17 @@ static void test_debug_file_rows(void)
 	CHECK(st.debug_file && st.debug_fdes >= 5, "%zu functions from the debug file",
 	      st.debug_fdes);
 	same_rows(eh, dbg, "fx_nofp_df_stripped + debug file");
+	ehframe__free(dbg);
+	dbg = NULL;
+	/* the same with its sections compressed (SHF_COMPRESSED) */
+	o.roots = zroots;
+	err = debuginfo__find(FX("fx_nofp_df_stripped"), FX("fx_nofp_df_stripped"), &o,
+			      ".debug_frame", path, sizeof(path));
+	CHECK(!err, "compressed debug file by build-ID: %s", strerror(-err));
+	err = err ? err : ehframe__load_debug(FX("fx_nofp_df_stripped"), path, &dbg);
+	CHECK(!err, "rows from the compressed debug file: %s", strerror(-err));
+	if (dbg)
+		same_rows(eh, dbg, "fx_nofp_df_stripped + compressed debug file");
 	/* another build's debug file under this build-ID: refused */
 	o.roots = wrong;
 	err = debuginfo__find(FX("fx_nofp_df_stripped"), FX("fx_nofp_df_stripped"), &o,

@@ -32,12 +32,13 @@ $(FX_OUT)/fx_edges_stripped: $(FX_OUT)/fx_edges_pie
 # built -fno-asynchronous-unwind-tables -fno-unwind-tables -g, so its own
 # functions' CFI is only in .debug_frame (the C runtime's stays in
 # .eh_frame); the same stripped of it (strip -g), with its debug file in a
-# root by build-ID, another build's debug file filed under that build-ID,
+# root by build-ID (and in another, its sections compressed, as Debian's
+# are), another build's debug file filed under that build-ID,
 # and a build whose CFI is in both sections (.eh_frame must win).
 FX_DF_CFLAGS := -O2 -fomit-frame-pointer -fPIE -pie
 FX_DF_ID := 0xdf00df00df00df00df00df00df00df00df00df00
 FIXTURES += $(addprefix $(FX_OUT)/,fx_nofp_df fx_nofp_df_stripped fx_nofp_both \
-	dfroot/.build-id/stamp dfwrong/.build-id/stamp)
+	dfroot/.build-id/stamp dfzroot/.build-id/stamp dfwrong/.build-id/stamp)
 
 $(FX_OUT)/fx_nofp_df: tests/fixtures/fx_nofp.c | $(FX_OUT)
 	$(call msg,CC,$@)
@@ -51,6 +52,12 @@ $(FX_OUT)/fx_nofp_df_stripped: $(FX_OUT)/fx_nofp_df
 $(FX_OUT)/dfroot/.build-id/stamp: $(FX_OUT)/fx_nofp_df
 	$(Q)mkdir -p $(FX_OUT)/dfroot/.build-id/df
 	$(Q)objcopy --only-keep-debug $< $(FX_OUT)/dfroot/.build-id/df/00df00df00df00df00df00df00df00df00df00.debug
+	$(Q)touch $@
+
+$(FX_OUT)/dfzroot/.build-id/stamp: $(FX_OUT)/fx_nofp_df
+	$(Q)mkdir -p $(FX_OUT)/dfzroot/.build-id/df
+	$(Q)objcopy --only-keep-debug --compress-debug-sections=zlib $< \
+		$(FX_OUT)/dfzroot/.build-id/df/00df00df00df00df00df00df00df00df00df00.debug
 	$(Q)touch $@
 
 # the same code, another build-ID: rows that would fit, refused all the same
