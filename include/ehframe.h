@@ -2,8 +2,8 @@
 /*
  * Unwind tables: a file's .eh_frame (and, for the code it does not cover,
  * a .debug_frame: the file's own or its separate debug file's) turned into
- * the compact rows the BPF walk reads (struct bpfs_unwind_row, sorted by pc, each valid up to the
- * next row's pc), through elfutils' libdw. Rows that the walk cannot follow
+ * the compact rows the BPF walk reads (struct bpfs_unwind_row, sorted by
+ * pc, each valid up to the next row's pc), through elfutils' libdw. Rows that the walk cannot follow
  * (expression rules, a CFA on another register, a return address not at
  * CFA - 8) are kept as BPFS_CFA_NONE, so the walk stops honestly there;
  * addresses between functions get a NONE row too. x86_64 only.

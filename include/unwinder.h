@@ -5,9 +5,8 @@
  * .eh_frame, or .debug_frame where .eh_frame leaves the code out (the
  * file's own or its debug file's: ehframe.h), the first time a process maps
  * the file, written into the BPF rows array, and shared by every process
- * that maps it; each
- * process's executable mappings go into the BPF per-process map with the
- * slice of rows of their file. A table is released when no live process
+ * that maps it; each process's executable mappings go into the BPF
+ * per-process map with the slice of rows of their file. A table is released when no live process
  * maps its file any more (unwinder__sweep), and its rows are reused.
  */
 #ifndef BPFSAMPLER_UNWINDER_H

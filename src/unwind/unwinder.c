@@ -232,10 +232,10 @@ static int rows_write(struct unwinder *u, uint32_t first, const struct bpfs_unwi
  */
 static int load_cfi(struct unwinder *u, const char *path, const char *name, struct ehframe **out)
 {
+	struct ehframe *eh = NULL, *full;
 	struct ehframe_stats st = {};
-	struct ehframe *eh = NULL;
 	char dbg[4096];
-	int err;
+	int err, derr;
 
 	err = ehframe__load(path, &eh);
 	if (err && err != -ENOENT)
@@ -247,11 +247,16 @@ static int load_cfi(struct unwinder *u, const char *path, const char *name, stru
 	}
 	if (debuginfo__find(path, name, u->o.dbg, ".debug_frame", dbg, sizeof(dbg)))
 		goto out;
+	derr = ehframe__load_debug(path, dbg, &full);
+	if (derr) {
+		/* what .eh_frame gave, if anything, still serves */
+		p_dbg("%s: the .debug_frame of %s: %s", name, dbg, strerror(-derr));
+		goto out;
+	}
+	p_dbg("%s: unwind table from the .debug_frame of %s", name, dbg);
 	ehframe__free(eh);
-	eh = NULL;
-	err = ehframe__load_debug(path, dbg, &eh);
-	if (!err)
-		p_dbg("%s: unwind table from the .debug_frame of %s", name, dbg);
+	eh = full;
+	err = 0;
 out:
 	if (!err)
 		*out = eh;
