@@ -5,7 +5,9 @@
  * beside the file, in its .debug/ and under each debug root, CRC-checked;
  * or, when DEBUGINFOD_URLS names servers, from debuginfod by build-ID
  * (each build-ID asked at most once per run). A debug file whose build-ID
- * differs from the binary's is rejected, wherever it came from.
+ * differs from the binary's is rejected, wherever it came from. The same
+ * search serves the symbols (debuginfo__load) and the unwind tables'
+ * .debug_frame (debuginfo__find).
  */
 #ifndef BPFSAMPLER_DEBUGINFO_H
 #define BPFSAMPLER_DEBUGINFO_H
@@ -29,6 +31,16 @@ struct debuginfo_opts {
  */
 int debuginfo__load(const struct symtab *st, const char *path, const struct debuginfo_opts *o,
 		    struct symtab **out);
+/*
+ * The path of the local debug file of the ELF file at `file` (whose path as
+ * the process sees it is `path`), found as debuginfo__load finds one, that
+ * has `section` with contents (".debug_frame" for unwind tables), into
+ * out[size]. The candidate must carry file's build-ID (a warning names one
+ * that does not: another build's addresses). Returns 0, -ENOENT when there
+ * is none, or -errno. debuginfod is not asked.
+ */
+int debuginfo__find(const char *file, const char *path, const struct debuginfo_opts *o,
+		    const char *section, char *out, size_t size);
 /* Whether DEBUGINFOD_URLS names servers to ask. */
 bool debuginfo__remote_wanted(void);
 /* The same from the debuginfod servers, by build-ID: may wait on the

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Unwind tables: a file's .eh_frame turned into the compact rows the BPF
- * walk reads (struct bpfs_unwind_row, sorted by pc, each valid up to the
- * next row's pc), through elfutils' libdw. Rows that the walk cannot follow
+ * Unwind tables: a file's .eh_frame (and, for the code it does not cover,
+ * a .debug_frame: the file's own or its separate debug file's) turned into
+ * the compact rows the BPF walk reads (struct bpfs_unwind_row, sorted by
+ * pc, each valid up to the next row's pc), through elfutils' libdw. Rows that the walk cannot follow
  * (expression rules, a CFA on another register, a return address not at
  * CFA - 8) are kept as BPFS_CFA_NONE, so the walk stops honestly there;
  * addresses between functions get a NONE row too. x86_64 only.
@@ -10,6 +11,7 @@
 #ifndef BPFSAMPLER_EHFRAME_H
 #define BPFSAMPLER_EHFRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,11 +33,23 @@ struct ehframe_stats {
 	size_t fdes;	    /* functions (FDEs) read */
 	size_t rows;	    /* rows after merging identical neighbours */
 	size_t unsupported; /* of which BPFS_CFA_NONE inside a function */
+	size_t debug_fdes;  /* functions from .debug_frame (.eh_frame had none) */
+	size_t debug_shadowed; /* .debug_frame FDEs left out: .eh_frame has them */
+	uint64_t eh_bytes;  /* bytes of code .eh_frame covers */
+	uint64_t code_bytes; /* bytes of the executable PT_LOAD segments */
+	bool has_debug_frame; /* the file read for .debug_frame has one */
+	bool debug_file;    /* .debug_frame came from a separate debug file */
 };
 
-/* Reads path's .eh_frame (via .eh_frame_hdr's sorted FDE table). Returns 0,
- * -ENOENT when the file has no usable .eh_frame_hdr, or -errno. */
+/* Reads path's .eh_frame (via .eh_frame_hdr's sorted FDE table), and its
+ * own .debug_frame for the functions .eh_frame does not cover (built
+ * -fno-asynchronous-unwind-tables -g). Returns 0, -ENOENT when the file has
+ * neither, or -errno. */
 int ehframe__load(const char *path, struct ehframe **out);
+/* The same with the .debug_frame of debug_path, path's separate debug file
+ * (the caller checked it is of the same build: the rows are its addresses),
+ * instead of path's own. */
+int ehframe__load_debug(const char *path, const char *debug_path, struct ehframe **out);
 void ehframe__free(struct ehframe *t);
 const struct bpfs_unwind_row *ehframe__rows(const struct ehframe *t, size_t *nr);
 /* The row that covers file address pc, or NULL (below the first row). */

@@ -82,6 +82,10 @@ void symbolizer__on_mappings_lost(void *sym, uint64_t n);
 /* The stream's map_gen_at (addrspace__gen_at). */
 uint32_t symbolizer__map_gen_at(void *sym, uint32_t pid, uint32_t gen, uint64_t time_ns);
 void symbolizer__set_tracking(struct symbolizer *sym, bool on);
+/* Where its separate debug files are looked for (--debug-dir): the unwind
+ * tables look there too. Lives as long as sym. */
+struct debuginfo_opts;
+const struct debuginfo_opts *symbolizer__debuginfo(const struct symbolizer *sym);
 /* Called after each read of a process's mappings (addrspace.h). */
 void symbolizer__set_maps_hook(struct symbolizer *sym, addrspace_maps_fn fn, void *ctx);
 /* Reads the processes announced since (addrspace__read_announced): after

@@ -2,10 +2,11 @@
 /*
  * The unwind tables the BPF walk reads, kept in step with the processes:
  * one table per file (by build-ID, else device and inode), built from
- * .eh_frame (ehframe.h) the first time a process maps the file, written into
- * the BPF rows array, and shared by every process that maps it; each
- * process's executable mappings go into the BPF per-process map with the
- * slice of rows of their file. A table is released when no live process
+ * .eh_frame, or .debug_frame where .eh_frame leaves the code out (the
+ * file's own or its debug file's: ehframe.h), the first time a process maps
+ * the file, written into the BPF rows array, and shared by every process
+ * that maps it; each process's executable mappings go into the BPF
+ * per-process map with the slice of rows of their file. A table is released when no live process
  * maps its file any more (unwinder__sweep), and its rows are reused.
  */
 #ifndef BPFSAMPLER_UNWINDER_H
@@ -18,6 +19,7 @@
 
 #include "bpfsampler/sampler_abi.h"
 
+struct debuginfo_opts;
 struct procmaps;
 struct sampler;
 struct symbolizer;
@@ -35,12 +37,17 @@ struct unwinder_opts {
 	struct bpfs_unwind_row *rows;
 	uint32_t max_rows;
 	int procs_fd;		      /* the BPF per-process hash */
+	/* where separate debug files are looked for (.debug_frame of a file
+	 * built without .eh_frame); NULL: the standard places only */
+	const struct debuginfo_opts *dbg;
 };
 
 struct unwinder_stats {
 	uint64_t tables;	/* tables held now */
-	uint64_t built;		/* tables built from .eh_frame */
-	uint64_t no_table;	/* files without a usable .eh_frame */
+	uint64_t built;		/* tables built */
+	uint64_t debug_frame;	/* of which with rows from a .debug_frame */
+	uint64_t debug_files;	/* of those, from a separate debug file's */
+	uint64_t no_table;	/* files with neither .eh_frame nor .debug_frame */
 	uint64_t full;		/* tables not loaded: the rows were full */
 	uint64_t released;	/* tables released (no process maps the file) */
 	uint64_t rows;		/* rows in use now */

@@ -436,10 +436,12 @@ static void print_unwind(const struct run *r)
 	if (!r->uw)
 		return;
 	unwinder__stats(r->uw, &us);
-	fprintf(stderr, "  unwind tables: %llu files (%llu without .eh_frame, %llu did not "
-		"fit), %llu rows = %.1f MiB of %.1f MiB (peak %.1f), built in %.0f ms; %llu "
-		"processes, %llu tables released\n",
-		(unsigned long long)us.built, (unsigned long long)us.no_table,
+	fprintf(stderr, "  unwind tables: %llu files (%llu from .debug_frame, %llu of them in "
+		"debug files; %llu without .eh_frame or .debug_frame, %llu did not fit), %llu "
+		"rows = %.1f MiB of %.1f MiB (peak %.1f), built in %.0f ms; %llu processes, "
+		"%llu tables released\n",
+		(unsigned long long)us.built, (unsigned long long)us.debug_frame,
+		(unsigned long long)us.debug_files, (unsigned long long)us.no_table,
 		(unsigned long long)us.full, (unsigned long long)us.rows,
 		us.rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
 		us.max_rows * sizeof(struct bpfs_unwind_row) / 1048576.0,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <elfutils/debuginfod.h>
+#include <gelf.h>
 
 #include "debuginfo.h"
 #include "elf_syms.h"
@@ -38,26 +39,25 @@ int debuginfo__file_crc(const char *path, unsigned int *crc)
 	return 0;
 }
 
-/* Loads candidate path if it exists and belongs to st: same build-ID when
- * both have one, and (for a debuglink) the right CRC. */
-static int try_candidate(const struct symtab *st, const char *path, bool check_crc,
-			 unsigned int want_crc, struct symtab **out)
+/*
+ * What a search takes: accept() is given each candidate that exists (and
+ * has the debuglink's CRC) in search order, and returns 0 to take it, or
+ * -ENOENT to look further. Symbols and unwinding want different things of
+ * the same files, found the same way.
+ */
+struct want {
+	int (*accept)(const struct symtab *st, const char *path, void *ctx);
+	void *ctx;
+};
+
+/* Loads candidate path's symbols if they belong to st: same build-ID when
+ * both have one, and a .symtab. */
+static int accept_symbols(const struct symtab *st, const char *path, void *ctx)
 {
 	const char *want_id = symtab__build_id(st), *got_id;
-	struct symtab *dbg;
-	unsigned int crc;
+	struct symtab **out = ctx, *dbg;
 	int err;
 
-	if (access(path, R_OK))
-		return -ENOENT;
-	if (check_crc) {
-		err = debuginfo__file_crc(path, &crc);
-		if (err || crc != want_crc) {
-			p_dbg("%s: debuglink CRC %08x, the binary wants %08x: rejected", path, crc,
-			      want_crc);
-			return -ENOENT;
-		}
-	}
 	err = symtab__load(path, &dbg);
 	if (err)
 		return err;
@@ -80,6 +80,26 @@ static int try_candidate(const struct symtab *st, const char *path, bool check_c
 	return 0;
 }
 
+/* Takes path if it exists and, for a debuglink, has the right CRC. */
+static int try_candidate(const struct symtab *st, const char *path, bool check_crc,
+			 unsigned int want_crc, const struct want *w)
+{
+	unsigned int crc;
+	int err;
+
+	if (access(path, R_OK))
+		return -ENOENT;
+	if (check_crc) {
+		err = debuginfo__file_crc(path, &crc);
+		if (err || crc != want_crc) {
+			p_dbg("%s: debuglink CRC %08x, the binary wants %08x: rejected", path, crc,
+			      want_crc);
+			return -ENOENT;
+		}
+	}
+	return w->accept(st, path, w->ctx);
+}
+
 /* The roots searched, --debug-dir ones first, then sysroot + /usr/lib/debug. */
 static size_t roots(const struct debuginfo_opts *o, char out[][4096], size_t max)
 {
@@ -92,7 +112,7 @@ static size_t roots(const struct debuginfo_opts *o, char out[][4096], size_t max
 	return n;
 }
 
-static int by_build_id(const struct symtab *st, char r[][4096], size_t nr, struct symtab **out)
+static int by_build_id(const struct symtab *st, char r[][4096], size_t nr, const struct want *w)
 {
 	const char *id = symtab__build_id(st);
 	char path[4096 + 256];
@@ -101,14 +121,14 @@ static int by_build_id(const struct symtab *st, char r[][4096], size_t nr, struc
 		return -ENOENT;
 	for (size_t i = 0; i < nr; i++) {
 		snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", r[i], id, id + 2);
-		if (!try_candidate(st, path, false, 0, out))
+		if (!try_candidate(st, path, false, 0, w))
 			return 0;
 	}
 	return -ENOENT;
 }
 
 static int by_debuglink(const struct symtab *st, const char *path, const struct debuginfo_opts *o,
-			char r[][4096], size_t nr, struct symtab **out)
+			char r[][4096], size_t nr, const struct want *w)
 {
 	unsigned int crc;
 	const char *link = symtab__debuglink(st, &crc);
@@ -124,14 +144,14 @@ static int by_debuglink(const struct symtab *st, const char *path, const struct 
 	free(copy);
 	/* beside the file, in its .debug/, then under each root + its dir */
 	snprintf(cand, sizeof(cand), "%s%s/%s", sysroot, dir, link);
-	if (!try_candidate(st, cand, true, crc, out))
+	if (!try_candidate(st, cand, true, crc, w))
 		return 0;
 	snprintf(cand, sizeof(cand), "%s%s/.debug/%s", sysroot, dir, link);
-	if (!try_candidate(st, cand, true, crc, out))
+	if (!try_candidate(st, cand, true, crc, w))
 		return 0;
 	for (size_t i = 0; i < nr; i++) {
 		snprintf(cand, sizeof(cand), "%s%s/%s", r[i], dir, link);
-		if (!try_candidate(st, cand, true, crc, out))
+		if (!try_candidate(st, cand, true, crc, w))
 			return 0;
 	}
 	return -ENOENT;
@@ -345,16 +365,95 @@ int debuginfo__fetch(const struct symtab *st, struct symtab **out)
 		return -ENOENT;
 	/* A server's file gets the checks a local one gets: same build-ID,
 	 * has a .symtab, laid out as the binary. */
-	return try_candidate(st, path, false, 0, out);
+	return try_candidate(st, path, false, 0, &(struct want){ accept_symbols, out });
+}
+
+/* Local candidates: by build-ID under each root, then by debuglink. */
+static int search(const struct symtab *st, const char *path, const struct debuginfo_opts *o,
+		  const struct want *w)
+{
+	static char r[9][4096];
+	size_t nr = roots(o, r, 9);
+
+	if (!by_build_id(st, r, nr, w))
+		return 0;
+	return by_debuglink(st, path, o, r, nr, w);
 }
 
 int debuginfo__load(const struct symtab *st, const char *path, const struct debuginfo_opts *o,
 		    struct symtab **out)
 {
-	static char r[9][4096];
-	size_t nr = roots(o, r, 9);
+	return search(st, path, o, &(struct want){ accept_symbols, out });
+}
 
-	if (!by_build_id(st, r, nr, out))
-		return 0;
-	return by_debuglink(st, path, o, r, nr, out);
+struct want_section {
+	const char *section;
+	char *out;
+	size_t size;
+};
+
+static bool has_section(const char *path, const char *section)
+{
+	int fd = regfile__open(path, 0, NULL);
+	bool has = false;
+	Elf *elf;
+
+	if (fd < 0)
+		return false;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF)
+		has = elf__has_contents(elf, section);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return has;
+}
+
+/*
+ * A debug file for the addresses of its binary (unwind rows): it must carry
+ * the binary's build-ID, not only a matching name, since rows from another
+ * build would send the walk to wrong return addresses. A binary without a
+ * build-ID has only its debuglink's CRC to go by.
+ */
+static int accept_section(const struct symtab *st, const char *path, void *ctx)
+{
+	const char *want_id = symtab__build_id(st);
+	struct want_section *ws = ctx;
+	char got[2 * 64 + 1];
+
+	if (want_id) {
+		if (elf_build_id__read(path, got, sizeof(got)))
+			snprintf(got, sizeof(got), "none");
+		if (strcmp(want_id, got)) {
+			p_warn("%s: build-ID %s, the binary has %s: another build, its %s "
+			       "not used",
+			       path, got, want_id, ws->section);
+			return -ENOENT;
+		}
+	}
+	if (!has_section(path, ws->section)) {
+		p_dbg("%s: no %s", path, ws->section);
+		return -ENOENT;
+	}
+	if ((size_t)snprintf(ws->out, ws->size, "%s", path) >= ws->size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int debuginfo__find(const char *file, const char *path, const struct debuginfo_opts *o,
+		    const char *section, char *out, size_t size)
+{
+	struct want_section ws = { section, out, size };
+	struct symtab *st;
+	int err;
+
+	err = symtab__load(file, &st);
+	if (err)
+		return err;
+	if (!symtab__build_id(st) && !symtab__debuglink(st, NULL))
+		err = -ENOENT;
+	else
+		err = search(st, path, o, &(struct want){ accept_section, &ws });
+	symtab__free(st);
+	return err;
 }

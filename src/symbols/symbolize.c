@@ -70,6 +70,11 @@ void symbolizer__free(struct symbolizer *sym)
 	free(sym);
 }
 
+const struct debuginfo_opts *symbolizer__debuginfo(const struct symbolizer *sym)
+{
+	return &sym->dbg;
+}
+
 void symbolizer__note_process(struct symbolizer *sym, int pid, int ppid, uint64_t mm,
 			      const char *comm)
 {

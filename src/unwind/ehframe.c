@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * .eh_frame to unwind rows. The functions come from .eh_frame_hdr's sorted
- * table (found through PT_GNU_EH_FRAME, so a stripped file has it too);
- * libdw runs each function's CFA program: dwarf_cfi_addrframe gives the row
- * at an address and the range it covers, so stepping from range to range
- * lists the function's rows. Identical neighbours are merged.
+ * .eh_frame and .debug_frame to unwind rows. The functions of .eh_frame
+ * come from .eh_frame_hdr's sorted table (found through PT_GNU_EH_FRAME, so
+ * a stripped file has it too); .debug_frame has no such table, so its FDEs
+ * are read one after the other (dwarf_next_cfi), and only those for code
+ * .eh_frame does not cover are kept. libdw runs each function's CFA
+ * program, from whichever section it came: dwarf_cfi_addrframe gives the
+ * row at an address and the range it covers, so stepping from range to
+ * range lists the function's rows. Identical neighbours are merged.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -25,10 +28,18 @@
 #define DW_REG_RSP 7
 #define DW_REG_RA 16
 
+/* Where a function's CFI is. */
+enum func_src {
+	SRC_EH = 0,	/* .eh_frame */
+	SRC_DEBUG,	/* .debug_frame, the file's own or its debug file's */
+	NR_SRC,
+};
+
 /* A function as its FDE covers it. */
 struct func {
 	uint64_t start;
 	uint64_t end;
+	enum func_src src;
 };
 
 struct ehframe {
@@ -212,10 +223,12 @@ static int add_row(struct ehframe *t, const struct bpfs_unwind_row *r)
 	return 0;
 }
 
-/* The rows of the function at funcs[i], up to the next function. */
-static int read_function(struct ehframe *t, Dwarf_CFI *cfi, size_t i)
+/* The rows of the function at funcs[i], up to the next function, from the
+ * CFI it came from: one row builder for both sections. */
+static int read_function(struct ehframe *t, Dwarf_CFI *const cfis[NR_SRC], size_t i)
 {
 	struct func *f = vec__at(&t->funcs, i);
+	Dwarf_CFI *cfi = cfis[f->src];
 	uint64_t pc = f->start;
 	uint64_t limit = i + 1 < t->funcs.nr ? f[1].start : UINT64_MAX;
 	struct bpfs_unwind_row r;
@@ -242,6 +255,8 @@ static int read_function(struct ehframe *t, Dwarf_CFI *cfi, size_t i)
 		pc = end;
 	}
 	f->end = pc;
+	if (f->src == SRC_EH)
+		t->stats.eh_bytes += pc - f->start;
 	/* past the function's last row, up to the next: no unwind info */
 	if (pc < limit) {
 		memset(&r, 0, sizeof(r));
@@ -253,23 +268,152 @@ static int read_function(struct ehframe *t, Dwarf_CFI *cfi, size_t i)
 
 static int cmp_func(const void *a, const void *b)
 {
-	uint64_t x = ((const struct func *)a)->start, y = ((const struct func *)b)->start;
+	const struct func *x = a, *y = b;
 
-	return x < y ? -1 : x > y;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->src < y->src ? -1 : x->src > y->src; /* .eh_frame first */
 }
 
-static int build(struct ehframe *t, Elf *elf)
+static bool in_code(const struct ehframe *t, uint64_t addr)
 {
-	Dwarf_CFI *cfi;
+	for (size_t i = 0; i < t->segs.nr; i++) {
+		const struct ehframe_seg *s = vec__at(&t->segs, i);
+
+		if (addr >= s->vaddr && addr < s->vaddr + s->filesz)
+			return true;
+	}
+	return false;
+}
+
+/* The section's bytes, decompressed when SHF_COMPRESSED (Debian's debug
+ * files are); NULL when elf has none with contents. */
+static Elf_Data *section_data(Elf *elf, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!n || strcmp(n, name))
+			continue;
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+			return NULL;
+		return elf_getdata(scn, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * The functions of .debug_frame in elf (the file's own, or its debug
+ * file's: the addresses are the same, as its build-ID is) that .eh_frame
+ * (eh, may be NULL) does not cover: .eh_frame stays first. FDEs outside the
+ * file's code are left out (the linker leaves discarded functions' FDEs at
+ * address 0). Returns how many were added, or -errno.
+ */
+static int read_debug_frame(struct ehframe *t, Elf *elf, Dwarf_CFI *eh)
+{
+	Elf_Data *d = section_data(elf, ".debug_frame");
+	Dwarf_Off off = 0, next;
+	GElf_Ehdr ehdr;
+	int added = 0;
+
+	if (!d || !d->d_size || !gelf_getehdr(elf, &ehdr))
+		return 0;
+	while (off < d->d_size) {
+		Dwarf_CFI_Entry e;
+		uint64_t start, len;
+		Dwarf_Frame *fr;
+		struct func *f;
+		int r = dwarf_next_cfi(ehdr.e_ident, d, false, off, &next, &e);
+
+		if (r == 1)
+			break;
+		if (r < 0 || next <= off) {
+			p_dbg(".debug_frame: unreadable entry at %#llx: the rest left out",
+			      (unsigned long long)off);
+			break;
+		}
+		off = next;
+		if (dwarf_cfi_cie_p(&e))
+			continue;
+		/* x86_64: an 8-byte initial location and range (absptr) */
+		if (e.fde.end - e.fde.start < 16)
+			continue;
+		memcpy(&start, e.fde.start, 8);
+		memcpy(&len, e.fde.start + 8, 8);
+		if (!len || !in_code(t, start))
+			continue;
+		if (eh && !dwarf_cfi_addrframe(eh, start, &fr)) {
+			free(fr);
+			t->stats.debug_shadowed++;
+			continue;
+		}
+		f = vec__push(&t->funcs);
+		if (!f)
+			return -ENOMEM;
+		f->start = start;
+		f->end = start + len;
+		f->src = SRC_DEBUG;
+		added++;
+	}
+	return added;
+}
+
+/*
+ * Rows for the file elf: its .eh_frame, then the .debug_frame of dbg (its
+ * separate debug file) or, without one, its own. -ENOENT: neither has any
+ * function.
+ */
+static int build(struct ehframe *t, Elf *elf, Elf *dbg)
+{
+	Dwarf_CFI *cfis[NR_SRC] = { NULL, NULL };
+	Elf *df = dbg ? dbg : elf;
+	Dwarf *dw = NULL;
 	size_t w = 0;
-	int err;
+	int err, n;
 
 	err = read_segs(elf, &t->segs);
 	if (!err)
 		err = read_hdr_table(elf, &t->funcs);
-	if (err)
+	if (err && err != -ENOENT)
 		return err;
-	/* sorted already by the linker; make sure, and drop duplicates */
+	if (t->funcs.nr) {
+		cfis[SRC_EH] = dwarf_getcfi_elf(elf);
+		if (!cfis[SRC_EH])
+			return -ENOENT;
+	}
+	t->stats.code_bytes = 0;
+	for (size_t i = 0; i < t->segs.nr; i++)
+		t->stats.code_bytes += ((struct ehframe_seg *)vec__at(&t->segs, i))->filesz;
+	t->stats.has_debug_frame = section_data(df, ".debug_frame") != NULL;
+	if (t->stats.has_debug_frame) {
+		/* libdw reads .debug_frame through a Dwarf handle only; a file
+		 * with no other DWARF (only CFI) opens fine */
+		dw = dwarf_begin_elf(df, DWARF_C_READ, NULL);
+		cfis[SRC_DEBUG] = dw ? dwarf_getcfi(dw) : NULL;
+		if (!cfis[SRC_DEBUG])
+			p_dbg(".debug_frame: not readable by libdw: %s", dwarf_errmsg(-1));
+		n = cfis[SRC_DEBUG] ? read_debug_frame(t, df, cfis[SRC_EH]) : 0;
+		if (n < 0) {
+			err = n;
+			goto out;
+		}
+		t->stats.debug_fdes = n;
+	}
+	if (!t->funcs.nr) {
+		err = -ENOENT;
+		goto out;
+	}
+	/* sorted already by the linker; make sure, and drop duplicates (the
+	 * .eh_frame one stays) */
 	qsort(t->funcs.data, t->funcs.nr, sizeof(struct func), cmp_func);
 	for (size_t i = 0; i < t->funcs.nr; i++) {
 		struct func *f = vec__at(&t->funcs, i);
@@ -278,54 +422,78 @@ static int build(struct ehframe *t, Elf *elf)
 			*(struct func *)vec__at(&t->funcs, w++) = *f;
 	}
 	t->funcs.nr = w;
-	cfi = dwarf_getcfi_elf(elf);
-	if (!cfi)
-		return -ENOENT;
-	for (size_t i = 0; i < t->funcs.nr; i++) {
-		err = read_function(t, cfi, i);
-		if (err)
-			break;
-	}
-	dwarf_cfi_end(cfi);
+	err = 0;
+	for (size_t i = 0; i < t->funcs.nr && !err; i++)
+		err = read_function(t, cfis, i);
 	t->stats.rows = t->rows.nr;
+out:
+	if (cfis[SRC_EH])
+		dwarf_cfi_end(cfis[SRC_EH]);
+	if (dw)
+		dwarf_end(dw); /* and the CFI it made */
 	return err;
 }
 
-int ehframe__load(const char *path, struct ehframe **out)
+static Elf *open_elf(const char *path, int *fd, int *err)
 {
+	Elf *elf;
+
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		*err = -errno;
+		return NULL;
+	}
+	elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		if (elf)
+			elf_end(elf);
+		close(*fd);
+		*fd = -1;
+		*err = -EINVAL;
+		return NULL;
+	}
+	return elf;
+}
+
+int ehframe__load_debug(const char *path, const char *debug_path, struct ehframe **out)
+{
+	int fd = -1, dfd = -1, err = 0;
+	Elf *elf = NULL, *dbg = NULL;
 	struct ehframe *t;
-	Elf *elf = NULL;
-	int fd, err;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	t = calloc(1, sizeof(*t));
-	if (!t) {
-		err = -ENOMEM;
-		goto out;
-	}
+	if (!t)
+		return -ENOMEM;
 	t->rows = VEC_INIT(struct bpfs_unwind_row);
 	t->funcs = VEC_INIT(struct func);
 	t->segs = VEC_INIT(struct ehframe_seg);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = -EINVAL;
-		goto out;
+	elf = open_elf(path, &fd, &err);
+	if (elf && debug_path)
+		dbg = open_elf(debug_path, &dfd, &err);
+	if (elf && (dbg || !debug_path))
+		err = build(t, elf, dbg);
+	t->stats.debug_file = dbg && !err;
+	if (dbg) {
+		elf_end(dbg);
+		close(dfd);
 	}
-	err = build(t, elf);
-out:
-	if (elf)
+	if (elf) {
 		elf_end(elf);
-	close(fd);
+		close(fd);
+	}
 	if (err) {
 		ehframe__free(t);
 		return err;
 	}
 	*out = t;
 	return 0;
+}
+
+int ehframe__load(const char *path, struct ehframe **out)
+{
+	return ehframe__load_debug(path, NULL, out);
 }
 
 void ehframe__free(struct ehframe *t)

@@ -12,6 +12,7 @@
 
 #include <bpf/bpf.h>
 
+#include "debuginfo.h"
 #include "ehframe.h"
 #include "elf_syms.h"
 #include "hashmap.h"
@@ -222,23 +223,67 @@ static int rows_write(struct unwinder *u, uint32_t first, const struct bpfs_unwi
 }
 
 
+/*
+ * The CFI of the file at path (mapped as name): its .eh_frame, with its own
+ * .debug_frame for the code .eh_frame leaves out; when there is neither, or
+ * .eh_frame covers less than half of the code and the file has no
+ * .debug_frame (built -fno-asynchronous-unwind-tables: only the C
+ * runtime's functions have FDEs), the .debug_frame of its separate debug
+ * file, found where its symbols' is. Most files have a whole .eh_frame and
+ * no debug file is looked for.
+ */
+static int load_cfi(struct unwinder *u, const char *path, const char *name, struct ehframe **out)
+{
+	struct ehframe *eh = NULL, *full;
+	struct ehframe_stats st = {};
+	char dbg[4096];
+	int err, derr;
+
+	err = ehframe__load(path, &eh);
+	if (err && err != -ENOENT)
+		return err;
+	if (!err) {
+		ehframe__stats(eh, &st);
+		if (st.has_debug_frame || st.eh_bytes * 2 >= st.code_bytes)
+			goto out;
+	}
+	if (debuginfo__find(path, name, u->o.dbg, ".debug_frame", dbg, sizeof(dbg)))
+		goto out;
+	derr = ehframe__load_debug(path, dbg, &full);
+	if (derr) {
+		/* what .eh_frame gave, if anything, still serves */
+		p_dbg("%s: the .debug_frame of %s: %s", name, dbg, strerror(-derr));
+		goto out;
+	}
+	p_dbg("%s: unwind table from the .debug_frame of %s", name, dbg);
+	ehframe__free(eh);
+	eh = full;
+	err = 0;
+out:
+	if (!err)
+		*out = eh;
+	return err;
+}
+
 /* Builds the table of the file at path into the rows array. */
 static void load_table(struct unwinder *u, struct table *t, const char *path, const char *name)
 {
 	const struct bpfs_unwind_row *rows;
 	const struct ehframe_seg *segs;
+	struct ehframe_stats st;
 	uint64_t t0 = now_ns();
 	struct ehframe *eh;
 	size_t nr, nsegs;
 	uint32_t first;
 	int err;
 
-	err = ehframe__load(path, &eh);
+	err = load_cfi(u, path, name, &eh);
 	if (err) {
 		p_dbg("%s: no unwind table: %s", name, strerror(-err));
 		u->stats.no_table++;
 		return;
 	}
+	ehframe__stats(eh, &st);
 	rows = ehframe__rows(eh, &nr);
 	segs = ehframe__segs(eh, &nsegs);
 	first = nr && nr <= u->o.max_rows ? rows_alloc(u, nr) : UINT32_MAX;
@@ -271,6 +316,8 @@ static void load_table(struct unwinder *u, struct table *t, const char *path, co
 	t->first = first;
 	t->nr = nr;
 	u->stats.built++;
+	u->stats.debug_frame += st.debug_fdes > 0;
+	u->stats.debug_files += st.debug_fdes > 0 && st.debug_file;
 	u->stats.build_ns += now_ns() - t0;
 	p_dbg("%s: unwind table of %zu rows at %u", name, nr, first);
 	ehframe__free(eh);
@@ -459,7 +506,7 @@ static void on_maps(void *uw, int pid, const struct procmaps *pm)
 int unwinder__start(struct sampler *s, struct symbolizer *sym, uint32_t max_rows,
 		    struct unwinder **out)
 {
-	struct unwinder_opts uo = { .max_rows = max_rows };
+	struct unwinder_opts uo = { .max_rows = max_rows, .dbg = symbolizer__debuginfo(sym) };
 	int err;
 
 	err = sampler__unwind_maps(s, &uo.rows_fd, &uo.procs_fd);

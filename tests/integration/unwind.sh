@@ -2,7 +2,8 @@
 # Stacks through code without frame pointers (unwind tables from .eh_frame,
 # walked in BPF): our -fomit-frame-pointer workload calling libc's qsort and
 # memcpy, Debian's own python3 and xz, why each cut stack ends, a stripped
-# binary grouped per function, and tables released when processes go.
+# binary grouped per function, code whose CFI is only in .debug_frame (its
+# own, or its debug file's), and tables released when processes go.
 source "$(dirname "$0")/lib.sh"
 require_root unwind
 
@@ -139,6 +140,52 @@ bad=$(comm -23 <(sed 's/.*+//' <<<"$names") <(echo "$starts") | grep -c .)
 [ "$nn" -ge 4 ] && [ "$nn" -le 6 ] && [ "$bad" -eq 0 ] &&
 	pass "stripped: $nn functions named once each, by their FDE start" ||
 	fail "stripped: functions named by their start" "$nn names ($bad not a function start): $names"
+
+# --- CFI only in .debug_frame (tests/workloads/dfchain.c, built
+# -fno-asynchronous-unwind-tables -g): its .eh_frame has the C runtime's
+# functions only. comm is cut to 15 characters: dfchain-strippe.
+DFCHAIN=';main;df_a;df_b;df_spin(;|$)'
+# df_run NAME FILE COMM ARGS...: profiles FILE for 3 s into $TMP/NAME.only
+df_run() {
+	local name=$1 file=$2 comm=$3
+	shift 3
+	profile "$TMP/$name.folded" -v -F 999 "$@" -- "$file" 3 ||
+		fail "$name run" "$(cat "$TMP/$name.folded.err")"
+	comm_lines "$TMP/$name.folded" "$comm" >"$TMP/$name.only"
+	tables=$(grep -o 'unwind tables: [0-9]* files ([^;]*' "$TMP/$name.folded.err")
+	all=$(total "$TMP/$name.only")
+	[ "$all" -ge 2000 ] || fail "$name: enough samples" "$all: $(cat "$TMP/$name.folded.err")"
+}
+# (a) its own .debug_frame
+df_run df "$W/dfchain" dfchain
+at_least "dfchain (.debug_frame): samples reaching main, of $all" \
+	"$(ratio "$(samples_matching "$TMP/df.only" ';main;')" "$all")" 0.99
+at_least "dfchain: df_spin samples walked main -> df_a -> df_b -> df_spin" \
+	"$(ratio "$(samples_matching "$TMP/df.only" "$DFCHAIN")" "$(samples_with "$TMP/df.only" df_spin)")" 0.99
+grep -qE '\(1 from .debug_frame, 0 of them in debug files' <<<"$tables" &&
+	pass "dfchain: the summary counts its table from .debug_frame ($tables)" ||
+	fail "dfchain: the summary counts its table from .debug_frame" "$tables"
+# (b) stripped of it (strip -g), its debug file in a --debug-dir root by build-ID
+df_run dfdbg "$W/dfchain-stripped" dfchain-strippe --debug-dir "$W/dfroot"
+at_least "dfchain-stripped --debug-dir (its debug file's .debug_frame): samples reaching main, of $all" \
+	"$(ratio "$(samples_matching "$TMP/dfdbg.only" ';main;')" "$all")" 0.99
+grep -qE '\(1 from .debug_frame, 1 of them in debug files' <<<"$tables" &&
+	pass "dfchain-stripped: the summary counts its table from a debug file ($tables)" ||
+	fail "dfchain-stripped: the summary counts its table from a debug file" "$tables"
+# (c) stripped, no debug file: cut where the CFI is missing, no caller
+# guessed (only its first samples, before its tables were loaded, are
+# walked by frame pointers: rbp is data in this code, so those may end in
+# junk, and are few)
+df_run dfnone "$W/dfchain-stripped" dfchain-strippe
+spin=$(samples_with "$TMP/dfnone.only" df_spin)
+at_least "dfchain-stripped without its debug file: df_spin samples cut at once as [truncated: no unwind info], of $spin" \
+	"$(ratio "$(samples_matching "$TMP/dfnone.only" '^dfchain-strippe;[[]truncated: no unwind info[]];df_spin(;|$)')" "$spin")" 0.97
+inv=$(samples_matching "$TMP/dfnone.only" ';(main|df_a|df_b);')
+[ "$inv" -eq 0 ] && pass "dfchain-stripped without its debug file: no caller of df_spin named" ||
+	fail "dfchain-stripped without its debug file: no caller named" "$(grep -E ';(main|df_a|df_b);' "$TMP/dfnone.only")"
+grep -qE '\(0 from .debug_frame' <<<"$tables" &&
+	pass "dfchain-stripped without its debug file: no table from .debug_frame ($tables)" ||
+	fail "dfchain-stripped without its debug file: no table from .debug_frame" "$tables"
 
 # --- Tables released: short-lived processes of 60 distinct files (each its
 # own build-ID, so its own table) come and go; their tables go with them.

@@ -4,7 +4,9 @@
  * own reading of the same CFI: every row `readelf --debug-dump=frames-interp`
  * prints must be the rule our table gives at that address. On a fixture
  * built -O2 -fomit-frame-pointer (tests/fixtures/fx_nofp.c) and on this
- * machine's libc.
+ * machine's libc. The same code built with its CFI in .debug_frame (its
+ * own, or its separate debug file's) must give the very rows .eh_frame
+ * gives.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "debuginfo.h"
 #include "ehframe.h"
 #include "unit.h"
 
@@ -239,6 +242,171 @@ static void test_fixture_shapes(void)
 	ehframe__free(t);
 }
 
+#define FX(name) FIXTURE_DIR "/" name
+
+/* Every row of a equals b's, and the functions are the same. */
+static void same_rows(const struct ehframe *a, const struct ehframe *b, const char *what)
+{
+	const struct bpfs_unwind_row *ra, *rb;
+	size_t na, nb, diff = 0;
+
+	ra = ehframe__rows(a, &na);
+	rb = ehframe__rows(b, &nb);
+	CHECK(na == nb, "%s: %zu rows, .eh_frame gives %zu", what, nb, na);
+	for (size_t i = 0; i < na && i < nb; i++) {
+		if (!memcmp(&ra[i], &rb[i], sizeof(ra[i])) &&
+		    ehframe__func_start(a, ra[i].pc) == ehframe__func_start(b, rb[i].pc))
+			continue;
+		if (diff++ < 5)
+			CHECK(0, "%s: row %zu: pc %#llx type %u off %d rbp %u/%d; "
+			      ".eh_frame: pc %#llx type %u off %d rbp %u/%d", what, i,
+			      (unsigned long long)rb[i].pc, rb[i].cfa_type, rb[i].cfa_off, rb[i].rbp_type, rb[i].rbp_off,
+			      (unsigned long long)ra[i].pc, ra[i].cfa_type, ra[i].cfa_off, ra[i].rbp_type, ra[i].rbp_off);
+	}
+}
+
+/* The fixture's code with its CFI in its own .debug_frame: the functions
+ * .eh_frame lacks come from there, with the rows .eh_frame would give, and
+ * readelf agrees with each. */
+static void test_debug_frame_rows(void)
+{
+	struct ehframe *eh = NULL, *df = NULL;
+	struct ehframe_stats st;
+	struct cmp_stats cs = {};
+	int err;
+
+	err = ehframe__load(FX("fx_nofp"), &eh);
+	CHECK(!err, "fx_nofp: %s", strerror(-err));
+	err = ehframe__load(FX("fx_nofp_df"), &df);
+	CHECK(!err, "fx_nofp_df: %s", strerror(-err));
+	if (!eh || !df)
+		goto out;
+	ehframe__stats(df, &st);
+	printf("    fx_nofp_df: %zu functions, %zu from .debug_frame; .eh_frame covers %" PRIu64
+	       " of %" PRIu64 " bytes of code\n", st.fdes, st.debug_fdes, st.eh_bytes,
+	       st.code_bytes);
+	CHECK(st.has_debug_frame && st.debug_fdes >= 5 && !st.debug_file,
+	      "main, cmp, big_frame, dynamic_frame, sort_some from .debug_frame: %zu",
+	      st.debug_fdes);
+	CHECK(st.eh_bytes * 2 < st.code_bytes, ".eh_frame covers only the C runtime");
+	same_rows(eh, df, "fx_nofp_df");
+	compare_with_readelf(FX("fx_nofp_df"), &cs);
+	CHECK(cs.fdes >= 8 && cs.mismatches == 0, "readelf: %zu FDEs, %zu rows differ", cs.fdes,
+	      cs.mismatches);
+out:
+	ehframe__free(eh);
+	ehframe__free(df);
+}
+
+/* The address of symbol name in path, from binutils' nm; 0 if none. */
+static uint64_t nm_addr(const char *path, const char *name)
+{
+	char cmd[512], sym[128], type;
+	uint64_t addr, found = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "nm --defined-only '%s' 2>/dev/null", path);
+	f = popen(cmd, "r");
+	while (f && fscanf(f, "%" SCNx64 " %c %127s", &addr, &type, sym) == 3)
+		if (!strcmp(sym, name))
+			found = addr;
+	if (f)
+		pclose(f);
+	return found;
+}
+
+/* Stripped of its .debug_frame: the C runtime's rows only (its code is not
+ * invented); with its debug file, found by build-ID, the whole table. */
+static void test_debug_file_rows(void)
+{
+	const char *roots[] = { FX("dfroot") }, *zroots[] = { FX("dfzroot") };
+	const char *wrong[] = { FX("dfwrong") };
+	struct debuginfo_opts o = { .roots = roots, .nr_roots = 1 };
+	struct ehframe *eh = NULL, *bare = NULL, *dbg = NULL;
+	uint64_t main_pc = nm_addr(FX("fx_nofp_df"), "main");
+	const struct bpfs_unwind_row *main_row;
+	struct ehframe_stats st;
+	char path[4096];
+	int err;
+
+	err = ehframe__load(FX("fx_nofp"), &eh);
+	CHECK(!err, "fx_nofp: %s", strerror(-err));
+	err = ehframe__load(FX("fx_nofp_df_stripped"), &bare);
+	CHECK(!err, "stripped: %s", strerror(-err));
+	if (!eh || !bare)
+		goto out;
+	ehframe__stats(bare, &st);
+	CHECK(!st.has_debug_frame && st.debug_fdes == 0 && st.eh_bytes * 2 < st.code_bytes,
+	      "stripped: .eh_frame of the C runtime only (%" PRIu64 " of %" PRIu64 " bytes)",
+	      st.eh_bytes, st.code_bytes);
+	main_row = ehframe__find(bare, main_pc);
+	CHECK(main_pc && (!main_row || main_row->cfa_type == BPFS_CFA_NONE),
+	      "stripped: no rule for main at %#" PRIx64, main_pc);
+	CHECK(main_pc && ehframe__func_start(bare, main_pc) == 0, "stripped: no function at main");
+	err = debuginfo__find(FX("fx_nofp_df_stripped"), FX("fx_nofp_df_stripped"), &o,
+			      ".debug_frame", path, sizeof(path));
+	CHECK(!err, "debug file by build-ID: %s", strerror(-err));
+	if (err)
+		goto out;
+	CHECK(strstr(path, "/dfroot/.build-id/df/00df"), "found %s", path);
+	err = ehframe__load_debug(FX("fx_nofp_df_stripped"), path, &dbg);
+	CHECK(!err, "rows from the debug file: %s", strerror(-err));
+	if (err)
+		goto out;
+	ehframe__stats(dbg, &st);
+	CHECK(st.debug_file && st.debug_fdes >= 5, "%zu functions from the debug file",
+	      st.debug_fdes);
+	same_rows(eh, dbg, "fx_nofp_df_stripped + debug file");
+	ehframe__free(dbg);
+	dbg = NULL;
+	/* the same with its sections compressed (SHF_COMPRESSED) */
+	o.roots = zroots;
+	err = debuginfo__find(FX("fx_nofp_df_stripped"), FX("fx_nofp_df_stripped"), &o,
+			      ".debug_frame", path, sizeof(path));
+	CHECK(!err, "compressed debug file by build-ID: %s", strerror(-err));
+	err = err ? err : ehframe__load_debug(FX("fx_nofp_df_stripped"), path, &dbg);
+	CHECK(!err, "rows from the compressed debug file: %s", strerror(-err));
+	if (dbg)
+		same_rows(eh, dbg, "fx_nofp_df_stripped + compressed debug file");
+	/* another build's debug file under this build-ID: refused */
+	o.roots = wrong;
+	err = debuginfo__find(FX("fx_nofp_df_stripped"), FX("fx_nofp_df_stripped"), &o,
+			      ".debug_frame", path, sizeof(path));
+	CHECK(err == -ENOENT, "another build's debug file refused: %d %s", err,
+	      err ? "" : path);
+	/* a debug file without the section asked for is no answer */
+	o.roots = roots;
+	err = debuginfo__find(FX("fx_nofp_df_stripped"), FX("fx_nofp_df_stripped"), &o,
+			      ".no_such_section", path, sizeof(path));
+	CHECK(err == -ENOENT, "a debug file without the section: %d", err);
+out:
+	ehframe__free(eh);
+	ehframe__free(bare);
+	ehframe__free(dbg);
+}
+
+/* CFI in both sections: .eh_frame's is used, .debug_frame's left out. */
+static void test_eh_frame_first(void)
+{
+	struct ehframe *eh = NULL, *both = NULL;
+	struct ehframe_stats st;
+	int err;
+
+	err = ehframe__load(FX("fx_nofp"), &eh);
+	CHECK(!err, "fx_nofp: %s", strerror(-err));
+	err = ehframe__load(FX("fx_nofp_both"), &both);
+	CHECK(!err, "fx_nofp_both: %s", strerror(-err));
+	if (!eh || !both)
+		goto out;
+	ehframe__stats(both, &st);
+	CHECK(st.has_debug_frame && st.debug_fdes == 0 && st.debug_shadowed >= 5,
+	      "%zu functions from .debug_frame, %zu left out", st.debug_fdes, st.debug_shadowed);
+	same_rows(eh, both, "fx_nofp_both");
+out:
+	ehframe__free(eh);
+	ehframe__free(both);
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -285,6 +453,9 @@ int main(void)
 {
 	RUN(test_fixture_rows);
 	RUN(test_fixture_shapes);
+	RUN(test_debug_frame_rows);
+	RUN(test_debug_file_rows);
+	RUN(test_eh_frame_first);
 	RUN(test_libc_rows);
 	RUN(test_bad_input);
 	UNIT_EXIT();

@@ -4,15 +4,21 @@
  * rows go into a plain array and the per-process map is an invalid fd (its
  * updates are counted as refused). A child process maps this test binary,
  * libc and ld.so; its tables are built once, shared, and released when it
- * is gone, and their rows are reused.
+ * is gone, and their rows are reused. Files without .eh_frame for their
+ * code get their table from .debug_frame: their own, or their debug
+ * file's when the debug roots hold it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "debuginfo.h"
+#include "ehframe.h"
 #include "procmaps.h"
 #include "unwinder.h"
 #include "unit.h"
@@ -106,9 +112,100 @@ out:
 	procmaps__free(pm);
 }
 
+/* Maps the executable segment of the ELF file at path, as a loader would
+ * (enough for /proc/PID/maps to name it). */
+static int map_code(const char *path)
+{
+	const struct ehframe_seg *seg;
+	struct ehframe *t;
+	size_t nr;
+	off_t off;
+	void *p;
+	int fd;
+
+	if (ehframe__load(path, &t))
+		return -1;
+	seg = ehframe__segs(t, &nr);
+	off = nr ? (off_t)(seg->offset & ~4095ULL) : -1;
+	ehframe__free(t);
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || off < 0)
+		return -1;
+	p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, off);
+	close(fd);
+	return p == MAP_FAILED ? -1 : 0;
+}
+
+/* The tables of a child that maps file, with the debug roots dbg. */
+static int tables_of(const char *file, const struct debuginfo_opts *dbg, struct unwinder_stats *st)
+{
+	struct bpfs_unwind_row *rows = calloc(1 << 20, sizeof(*rows));
+	struct unwinder_opts o = { .rows = rows, .max_rows = 1 << 20, .procs_fd = -1,
+				   .rows_fd = -1, .dbg = dbg };
+	struct procmaps *pm = NULL;
+	struct unwinder *u = NULL;
+	int pipefd[2], err = -1;
+	pid_t pid = -1;
+	char ok = 0;
+
+	if (!rows || pipe(pipefd))
+		goto out;
+	pid = fork();
+	if (pid == 0) {
+		ok = !map_code(file);
+		if (write(pipefd[1], &ok, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	if (pid > 0 && read(pipefd[0], &ok, 1) == 1 && ok && !procmaps__load(pid, &pm) &&
+	    !unwinder__new(&o, &u)) {
+		unwinder__note_maps(u, pid, pm);
+		unwinder__stats(u, st);
+		err = 0;
+	}
+	close(pipefd[0]);
+	close(pipefd[1]);
+out:
+	if (pid > 0)
+		reap(pid);
+	unwinder__free(u);
+	procmaps__free(pm);
+	free(rows);
+	return err;
+}
+
+/* The fixture built with .debug_frame (tests/unit/unit.mk) gets its table
+ * from it; its copy stripped of it, from its debug file when a debug root
+ * holds it (by build-ID), else only .eh_frame's few rows. */
+static void test_debug_frame_source(void)
+{
+	const char *roots[] = { FIXTURE_DIR "/dfroot" };
+	struct debuginfo_opts dbg = { .roots = roots, .nr_roots = 1 };
+	const struct {
+		const char *file;
+		const struct debuginfo_opts *dbg;
+		unsigned int debug_frame, debug_files;
+	} c[] = {
+		{ FIXTURE_DIR "/fx_nofp_df", NULL, 1, 0 },
+		{ FIXTURE_DIR "/fx_nofp_df_stripped", NULL, 0, 0 },
+		{ FIXTURE_DIR "/fx_nofp_df_stripped", &dbg, 1, 1 },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct unwinder_stats st = {};
+
+		CHECK(!tables_of(c[i].file, c[i].dbg, &st), "%s: a child that maps it", c[i].file);
+		CHECK(st.debug_frame == c[i].debug_frame && st.debug_files == c[i].debug_files,
+		      "%s, %s debug root: %llu tables from .debug_frame, %llu from debug files",
+		      c[i].file, c[i].dbg ? "with" : "without", (unsigned long long)st.debug_frame,
+		      (unsigned long long)st.debug_files);
+	}
+}
+
 int main(void)
 {
 	RUN(test_lifetimes);
 	RUN(test_full);
+	RUN(test_debug_frame_source);
 	UNIT_EXIT();
 }

@@ -28,6 +28,50 @@ $(FX_OUT)/fx_edges_stripped: $(FX_OUT)/fx_edges_pie
 	$(call msg,STRIP,$@)
 	$(Q)strip --strip-all -o $@ $<
 
+# .debug_frame instead of .eh_frame (test_ehframe, test_unwinder): fx_nofp
+# built -fno-asynchronous-unwind-tables -fno-unwind-tables -g, so its own
+# functions' CFI is only in .debug_frame (the C runtime's stays in
+# .eh_frame); the same stripped of it (strip -g), with its debug file in a
+# root by build-ID (and in another, its sections compressed, as Debian's
+# are), another build's debug file filed under that build-ID,
+# and a build whose CFI is in both sections (.eh_frame must win).
+FX_DF_CFLAGS := -O2 -fomit-frame-pointer -fPIE -pie
+FX_DF_ID := 0xdf00df00df00df00df00df00df00df00df00df00
+FIXTURES += $(addprefix $(FX_OUT)/,fx_nofp_df fx_nofp_df_stripped fx_nofp_both \
+	dfroot/.build-id/stamp dfzroot/.build-id/stamp dfwrong/.build-id/stamp)
+
+$(FX_OUT)/fx_nofp_df: tests/fixtures/fx_nofp.c | $(FX_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FX_DF_CFLAGS) -fno-asynchronous-unwind-tables -fno-unwind-tables -g \
+		-Wl,--build-id=$(FX_DF_ID) $< -o $@
+
+$(FX_OUT)/fx_nofp_df_stripped: $(FX_OUT)/fx_nofp_df
+	$(call msg,STRIP,$@)
+	$(Q)strip -g -o $@ $<
+
+$(FX_OUT)/dfroot/.build-id/stamp: $(FX_OUT)/fx_nofp_df
+	$(Q)mkdir -p $(FX_OUT)/dfroot/.build-id/df
+	$(Q)objcopy --only-keep-debug $< $(FX_OUT)/dfroot/.build-id/df/00df00df00df00df00df00df00df00df00df00.debug
+	$(Q)touch $@
+
+$(FX_OUT)/dfzroot/.build-id/stamp: $(FX_OUT)/fx_nofp_df
+	$(Q)mkdir -p $(FX_OUT)/dfzroot/.build-id/df
+	$(Q)objcopy --only-keep-debug --compress-debug-sections=zlib $< \
+		$(FX_OUT)/dfzroot/.build-id/df/00df00df00df00df00df00df00df00df00df00.debug
+	$(Q)touch $@
+
+# the same code, another build-ID: rows that would fit, refused all the same
+$(FX_OUT)/dfwrong/.build-id/stamp: tests/fixtures/fx_nofp.c | $(FX_OUT)
+	$(Q)mkdir -p $(FX_OUT)/dfwrong/.build-id/df
+	$(Q)$(CC) $(FX_DF_CFLAGS) -fno-asynchronous-unwind-tables -fno-unwind-tables -g \
+		-Wl,--build-id=0x0badc0de $< -o $(FX_OUT)/dfwrong/other
+	$(Q)objcopy --only-keep-debug $(FX_OUT)/dfwrong/other $(FX_OUT)/dfwrong/.build-id/df/00df00df00df00df00df00df00df00df00df00.debug
+	$(Q)touch $@
+
+$(FX_OUT)/fx_nofp_both: tests/fixtures/fx_nofp.c tests/unit/fx_cfi_both.h | $(FX_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FX_DF_CFLAGS) -g -include tests/unit/fx_cfi_both.h $< -o $@
+
 UNIT_CPPFLAGS := $(CPPFLAGS) -iquote tests/unit -DFIXTURE_DIR='"$(abs_output)/fixtures"' \
 	-DFX_EDGES_ADDR=$(FX_EDGES_ADDR)ULL -DFX_EDGES_PIE_ADDR=$(FX_EDGES_PIE_ADDR)ULL
 
@@ -41,3 +85,4 @@ $(UNIT_OUT)/%: tests/unit/%.c $(LIB_A) | $(UNIT_OUT)
 	$(Q)$(CC) $(UNIT_CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $< $(LIB_A) $(LDLIBS) -lm -ldl -o $@
 
 -include $(wildcard $(UNIT_OUT)/*.d)
+

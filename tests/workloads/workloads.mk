@@ -15,7 +15,7 @@ WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recu
 	libwork.so uselib syscalls cache branch fork_short cpuburn jit \
 	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock bpf_spin \
 	churn churn_child cxxwork rustwork forkstorm stackfan badfp inlined swevents \
-	getppid_loop mapstorm nofp nofp-stripped)
+	getppid_loop mapstorm nofp nofp-stripped dfchain dfchain-stripped)
 # C++ and Rust names for the demangling tests. g++ at -O1 with frame
 # pointers; Debian's rustc (tools/install-deps.sh), not a rustup one earlier
 # on PATH: its default mangling (legacy, in 1.63) is what the test expects.
@@ -99,3 +99,19 @@ $(WL_OUT)/nofp: $(WL_SRC)/nofp.c $(WL_MK) | $(WL_OUT)
 $(WL_OUT)/nofp-stripped: $(WL_OUT)/nofp
 	$(call msg,STRIP,$@)
 	$(Q)strip --strip-all -o $@ $<
+
+# CFI in .debug_frame only (see dfchain.c): a table only .debug_frame gives.
+$(WL_OUT)/dfchain: $(WL_SRC)/dfchain.c $(WL_MK) | $(WL_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables \
+		-fno-optimize-sibling-calls $(WL_DEPFLAGS) $< -o $@
+
+# Without .debug_frame (strip -g keeps the symbols), its debug file under
+# dfroot/.build-id for --debug-dir.
+$(WL_OUT)/dfchain-stripped: $(WL_OUT)/dfchain
+	$(call msg,STRIP,$@)
+	$(Q)id=$$(readelf -n $< | awk '/Build ID/ { print $$3 }') && \
+		rm -rf $(WL_OUT)/dfroot && \
+		mkdir -p $(WL_OUT)/dfroot/.build-id/$${id%"$${id#??}"} && \
+		objcopy --only-keep-debug $< $(WL_OUT)/dfroot/.build-id/$${id%"$${id#??}"}/$${id#??}.debug
+	$(Q)strip -g -o $@ $<
