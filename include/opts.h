@@ -91,6 +91,7 @@ struct opts {
 	unsigned int irq_depth;	 /* --interrupt-depth; 0: the default */
 	unsigned int unwind;	 /* --unwind: enum bpfs_unwind_mode */
 	unsigned int unwind_rows; /* --unwind-rows */
+	unsigned int unwind_keep; /* --unwind-keep, seconds */
 	bool no_completion;	 /* --no-completion */
 	bool no_follow_mappings; /* --no-follow-mappings */
 	unsigned int map_entries;   /* --map-entries */

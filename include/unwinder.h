@@ -40,7 +40,17 @@ struct unwinder_opts {
 	/* where separate debug files are looked for (.debug_frame of a file
 	 * built without .eh_frame); NULL: the standard places only */
 	const struct debuginfo_opts *dbg;
+	/* How long the table of a file no process maps any more is kept
+	 * (--unwind-keep): a program that runs again, a cron job, a build's
+	 * compiler, finds it built. Only tables known by build-ID are kept
+	 * (a device and inode may name another file tomorrow); kept tables
+	 * give their rows up first when a new one needs room. 0: released at
+	 * the next sweep. */
+	uint64_t keep_ns;
 };
+
+/* --unwind-keep's default, in seconds. */
+#define UNWINDER_DEFAULT_KEEP_S 600
 
 struct unwinder_stats {
 	uint64_t tables;	/* tables held now */
@@ -50,7 +60,11 @@ struct unwinder_stats {
 	uint64_t no_table;	/* files with neither .eh_frame nor .debug_frame */
 	uint64_t full;		/* tables not loaded: the rows were full */
 	uint64_t released;	/* tables released (no process maps the file) */
-	uint64_t rows;		/* rows in use now */
+	uint64_t idle;		/* of the tables held, kept with no process */
+	uint64_t idle_rows;	/* their rows */
+	uint64_t reused;	/* kept tables a new process took up again */
+	uint64_t evicted;	/* kept tables released early for a new one's rows */
+	uint64_t rows;		/* rows in use now (kept tables' included) */
 	uint64_t rows_peak;	/* the most rows ever in use at once */
 	uint64_t max_rows;
 	uint64_t build_ns;	/* time spent building tables */
@@ -74,6 +88,6 @@ void unwinder__stats(const struct unwinder *u, struct unwinder_stats *out);
  * ourselves. Unhook with symbolizer__set_maps_hook(sym, NULL, NULL)
  * before unwinder__free. */
 int unwinder__start(struct sampler *s, struct symbolizer *sym, uint32_t max_rows,
-		    struct unwinder **out);
+		    unsigned int keep_s, struct unwinder **out);
 
 #endif

@@ -554,7 +554,7 @@ static int agent__setup(struct agent *a)
 	so.map_ctx = a->sym;
 	err = sampler__new(&so, &a->s);
 	if (!err && o->unwind != BPFS_UNWIND_FP)
-		err = unwinder__start(a->s, a->sym, o->unwind_rows, &a->uw);
+		err = unwinder__start(a->s, a->sym, o->unwind_rows, o->unwind_keep, &a->uw);
 	if (err)
 		return err;
 	find_own_service(a);

@@ -439,14 +439,17 @@ static void print_unwind(const struct run *r)
 	fprintf(stderr, "  unwind tables: %llu files (%llu from .debug_frame, %llu of them in "
 		"debug files; %llu without .eh_frame or .debug_frame, %llu did not fit), %llu "
 		"rows = %.1f MiB of %.1f MiB (peak %.1f), built in %.0f ms; %llu processes, "
-		"%llu tables released\n",
+		"%llu tables released, %llu kept for reuse (%llu rows), %llu reused, %llu "
+		"evicted\n",
 		(unsigned long long)us.built, (unsigned long long)us.debug_frame,
 		(unsigned long long)us.debug_files, (unsigned long long)us.no_table,
 		(unsigned long long)us.full, (unsigned long long)us.rows,
 		us.rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
 		us.max_rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
 		us.rows_peak * sizeof(struct bpfs_unwind_row) / 1048576.0, us.build_ns / 1e6,
-		(unsigned long long)us.processes, (unsigned long long)us.released);
+		(unsigned long long)us.processes, (unsigned long long)us.released,
+		(unsigned long long)us.idle, (unsigned long long)us.idle_rows,
+		(unsigned long long)us.reused, (unsigned long long)us.evicted);
 	if (us.update_errors || us.maps_left_out)
 		fprintf(stderr, "  unwind tables: %llu process entries refused by the BPF map "
 			"(8192 processes at once: walked by frame pointers), %llu mappings "
@@ -556,7 +559,7 @@ static int run_setup(struct run *r)
 	if (!err && r->cmd)
 		err = sampler__add_filter(r->s, command__pid(r->cmd), true);
 	if (!err && o->unwind != BPFS_UNWIND_FP)
-		err = unwinder__start(r->s, r->sym, o->unwind_rows, &r->uw);
+		err = unwinder__start(r->s, r->sym, o->unwind_rows, o->unwind_keep, &r->uw);
 	return err;
 }
 

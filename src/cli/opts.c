@@ -30,6 +30,7 @@ enum {
 	OPT_IRQ_DEPTH,
 	OPT_UNWIND,
 	OPT_UNWIND_ROWS,
+	OPT_UNWIND_KEEP,
 	OPT_NO_COMPLETION,
 	OPT_NO_FOLLOW_MAPPINGS,
 	OPT_DEBUG_DIR,
@@ -105,6 +106,7 @@ static const struct option long_opts[] = {
 	{ "interrupt-depth", required_argument, NULL, OPT_IRQ_DEPTH },
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "unwind-rows", required_argument, NULL, OPT_UNWIND_ROWS },
+	{ "unwind-keep", required_argument, NULL, OPT_UNWIND_KEEP },
 	{ "no-completion", no_argument, NULL, OPT_NO_COMPLETION },
 	{ "no-follow-mappings", no_argument, NULL, OPT_NO_FOLLOW_MAPPINGS },
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
@@ -199,6 +201,9 @@ void opts__usage(FILE *f)
 "                           fp: frame pointers only (docs/design.md)\n"
 "      --unwind-rows N      rows the unwind tables may hold, 16 bytes each\n"
 "                           (default %u: 16 MiB of kernel memory)\n"
+"      --unwind-keep S      keep the table of a file no process maps any more\n"
+"                           S seconds (default %u), for the next process\n"
+"                           that maps it; 0: release it at once\n"
 "      --interrupt-depth N  user frames walked in the sampling interrupt; the\n"
 "                           rest is walked when the thread returns to user\n"
 "                           space (default: all of --max-stack-depth)\n"
@@ -269,7 +274,8 @@ void opts__usage(FILE *f)
 "  bpfsampler -d 10 --format pprof -o p.pb.gz  for go tool pprof\n"
 "  bpfsampler agent --push http://pyroscope:4040  the fleet agent\n",
 		OPTS_DEFAULT_FREQ, OPTS_MAX_FREQ, OPTS_DEFAULT_TOP, BPFS_MAX_DEPTH_OPT, BPFS_MAX_DEPTH_OPT,
-		UNWINDER_DEFAULT_ROWS, OPTS_DEFAULT_MAP_ENTRIES, OPTS_DEFAULT_STACK_ENTRIES);
+		UNWINDER_DEFAULT_ROWS, UNWINDER_DEFAULT_KEEP_S, OPTS_DEFAULT_MAP_ENTRIES,
+		OPTS_DEFAULT_STACK_ENTRIES);
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -562,6 +568,11 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 			return bad("--unwind-rows", arg, "give a number of rows from 1 to 67108864");
 		o->unwind_rows = v;
 		break;
+	case OPT_UNWIND_KEEP:
+		if (parse_uint(arg, 86400 * 365, &v))
+			return bad("--unwind-keep", arg, "give seconds, 0 to release at once");
+		o->unwind_keep = v;
+		break;
 	case OPT_IRQ_DEPTH:
 		if (parse_uint(arg, ULONG_MAX, &v) || v == 0 || v > BPFS_MAX_DEPTH_OPT)
 			return bad("--interrupt-depth", arg, "give a number of frames from 1 to 1024");
@@ -761,6 +772,7 @@ static void opts__init(struct opts *o)
 	o->max_depth = BPFS_MAX_DEPTH_OPT;
 	o->unwind = BPFS_UNWIND_AUTO;
 	o->unwind_rows = UNWINDER_DEFAULT_ROWS;
+	o->unwind_keep = UNWINDER_DEFAULT_KEEP_S;
 	o->map_entries = OPTS_DEFAULT_MAP_ENTRIES;
 	o->stack_entries = OPTS_DEFAULT_STACK_ENTRIES;
 	o->ring_size = OPTS_DEFAULT_RING_SIZE;

@@ -31,6 +31,8 @@ struct table {
 	struct ehframe_seg *segs;
 	size_t nr_segs;
 	unsigned int refs;	/* process mappings that use it */
+	bool by_build_id;	/* key is a build-ID */
+	uint64_t idle_ns;	/* kept since then with no process; 0: in use */
 };
 
 /* A file as mapped: (device, inode) to its table, so the build-ID is read
@@ -265,6 +267,28 @@ out:
 	return err;
 }
 
+static void release_table(struct unwinder *u, struct table *t);
+
+/* Releases the table kept longest with no process, for a new table's
+ * rows; false when none is kept. */
+static bool evict_idle(struct unwinder *u)
+{
+	struct table *oldest = NULL;
+	void *val;
+
+	for (size_t i = 0; hashmap__next(u->tables, &i, NULL, &val);) {
+		struct table *t = val;
+
+		if (t->idle_ns && !t->refs && (!oldest || t->idle_ns < oldest->idle_ns))
+			oldest = t;
+	}
+	if (!oldest)
+		return false;
+	release_table(u, oldest);
+	u->stats.evicted++;
+	return true;
+}
+
 /* Builds the table of the file at path into the rows array. */
 static void load_table(struct unwinder *u, struct table *t, const char *path, const char *name)
 {
@@ -287,6 +311,8 @@ static void load_table(struct unwinder *u, struct table *t, const char *path, co
 	rows = ehframe__rows(eh, &nr);
 	segs = ehframe__segs(eh, &nsegs);
 	first = nr && nr <= u->o.max_rows ? rows_alloc(u, nr) : UINT32_MAX;
+	while (first == UINT32_MAX && nr && nr <= u->o.max_rows && evict_idle(u))
+		first = rows_alloc(u, nr);
 	if (first == UINT32_MAX) {
 		if (u->stats.full++ == 0)
 			p_warn("unwind tables full (%" PRIu64 " rows in use): %s and later files "
@@ -337,11 +363,16 @@ static struct table *get_table(struct unwinder *u, int pid, const struct procmap
 	if (elf_build_id__read(path, key, sizeof(key)))
 		snprintf(key, sizeof(key), "%" PRIx64 ":%" PRIu64, m->dev, m->inode);
 	t = hashmap__find(u->tables, key);
+	if (t && t->idle_ns) { /* kept: taken up again, not built */
+		t->idle_ns = 0;
+		u->stats.reused++;
+	}
 	if (!t) {
 		t = calloc(1, sizeof(*t));
 		if (!t)
 			return NULL;
 		memcpy(t->key, key, sizeof(t->key));
+		t->by_build_id = !strchr(key, ':');
 		t->id = ++u->last_id;
 		load_table(u, t, path, m->path);
 		if (hashmap__set(u->tables, t->key, t, NULL)) {
@@ -436,7 +467,9 @@ void unwinder__note_maps(struct unwinder *u, int pid, const struct procmaps *pm)
 		put_table(old.t[i]);
 }
 
-static void release_table(struct unwinder *u, struct table *t)
+/* The files known to have t: none from now on (a kept table is found
+ * again by build-ID, never by a device and inode another file may take). */
+static void forget_files(struct unwinder *u, const struct table *t)
 {
 	void *val;
 
@@ -449,6 +482,11 @@ static void release_table(struct unwinder *u, struct table *t)
 			i = 0; /* deleting may move entries */
 		}
 	}
+}
+
+static void release_table(struct unwinder *u, struct table *t)
+{
+	forget_files(u, t);
 	hashmap__delete(u->tables, t->key, NULL, NULL);
 	rows_free(u, t->first, t->nr);
 	free(t->segs);
@@ -458,6 +496,7 @@ static void release_table(struct unwinder *u, struct table *t)
 
 size_t unwinder__sweep(struct unwinder *u)
 {
+	uint64_t now = now_ns();
 	size_t released = 0;
 	struct table *dead[64];
 	size_t nr_dead;
@@ -475,12 +514,23 @@ size_t unwinder__sweep(struct unwinder *u)
 		free(p);
 		i = 0;
 	}
-	/* a process entry no longer points at these rows: reuse them */
+	/* A process entry no longer points at these rows: kept a while when
+	 * known by build-ID, else (and then) released, their rows reused. */
 	do {
 		nr_dead = 0;
-		for (size_t i = 0; nr_dead < 64 && hashmap__next(u->tables, &i, NULL, &val);)
-			if (!((struct table *)val)->refs)
-				dead[nr_dead++] = val;
+		for (size_t i = 0; nr_dead < 64 && hashmap__next(u->tables, &i, NULL, &val);) {
+			struct table *t = val;
+
+			if (t->refs)
+				continue;
+			if (!t->idle_ns && t->by_build_id && u->o.keep_ns) {
+				t->idle_ns = now;
+				forget_files(u, t);
+				continue;
+			}
+			if (!t->idle_ns || now - t->idle_ns >= u->o.keep_ns)
+				dead[nr_dead++] = t;
+		}
 		for (size_t i = 0; i < nr_dead; i++)
 			release_table(u, dead[i]);
 		released += nr_dead;
@@ -490,7 +540,17 @@ size_t unwinder__sweep(struct unwinder *u)
 
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *out)
 {
+	void *val;
+
 	*out = u->stats;
+	for (size_t i = 0; hashmap__next(u->tables, &i, NULL, &val);) {
+		const struct table *t = val;
+
+		if (t->idle_ns) {
+			out->idle++;
+			out->idle_rows += t->nr;
+		}
+	}
 	out->tables = hashmap__size(u->tables);
 	out->processes = hashmap__size(u->procs);
 }
@@ -504,9 +564,11 @@ static void on_maps(void *uw, int pid, const struct procmaps *pm)
 }
 
 int unwinder__start(struct sampler *s, struct symbolizer *sym, uint32_t max_rows,
-		    struct unwinder **out)
+		    unsigned int keep_s, struct unwinder **out)
 {
-	struct unwinder_opts uo = { .max_rows = max_rows, .dbg = symbolizer__debuginfo(sym) };
+	struct unwinder_opts uo = { .max_rows = max_rows,
+				    .dbg = symbolizer__debuginfo(sym),
+				    .keep_ns = keep_s * 1000000000ULL };
 	int err;
 
 	err = sampler__unwind_maps(s, &uo.rows_fd, &uo.procs_fd);

@@ -193,7 +193,8 @@ python3 "$ROOT/tests/tools/distinct_copies.py" "$W/churn_child" "$TMP/exes" 60 |
 	fail "60 distinct executables"
 "$W/churn" "$TMP/exes" 3 40 30 >"$TMP/churn.out" &
 churn=$!
-profile "$TMP/churn.folded" -F 999 -d 4 || fail "churn run" "$(cat "$TMP/churn.folded.err")"
+profile "$TMP/churn.folded" -F 999 -d 4 --unwind-keep 0 ||
+	fail "churn run" "$(cat "$TMP/churn.folded.err")"
 wait $churn
 line=$(grep -o 'unwind tables:.*' "$TMP/churn.folded.err")
 rel=$(grep -oE '[0-9]+ tables released' <<<"$line" | grep -oE '^[0-9]+')
@@ -202,3 +203,18 @@ peak=$(grep -oE 'peak [0-9.]+' <<<"$line" | grep -oE '[0-9.]+$')
 [ "${rel:-0}" -ge 60 ] && awk -v n="$now" -v p="$peak" 'BEGIN { exit !(n <= p) }' &&
 	pass "churn: tables released as their processes went ($line)" ||
 	fail "churn: tables released" "$line"
+
+# The same churn with tables kept (--unwind-keep's default): each of the 60
+# executables runs about twice; the second run finds its table kept (by
+# build-ID) instead of building it again.
+"$W/churn" "$TMP/exes" 3 40 30 >"$TMP/churn.out" &
+churn=$!
+profile "$TMP/keep.folded" -F 999 -d 4 || fail "churn run, tables kept" "$(cat "$TMP/keep.folded.err")"
+wait $churn
+line=$(grep -o 'unwind tables:.*' "$TMP/keep.folded.err")
+built=$(grep -oE '^unwind tables: [0-9]+ files' <<<"$line" | grep -oE '[0-9]+')
+reused=$(grep -oE '[0-9]+ reused' <<<"$line" | grep -oE '^[0-9]+')
+kept=$(grep -oE '[0-9]+ kept for reuse' <<<"$line" | grep -oE '^[0-9]+')
+[ "${reused:-0}" -ge 30 ] && [ "${built:-999}" -le 75 ] && [ "${kept:-0}" -ge 50 ] &&
+	pass "churn: tables kept and taken up again by the next run of their file ($line)" ||
+	fail "churn: tables kept and reused" "$line"

@@ -137,19 +137,15 @@ static int map_code(const char *path)
 }
 
 /* The tables of a child that maps file, with the debug roots dbg. */
-static int tables_of(const char *file, const struct debuginfo_opts *dbg, struct unwinder_stats *st)
+/* A child that maps file's code and waits; -1 when it could not. */
+static pid_t spawn_mapper(const char *file)
 {
-	struct bpfs_unwind_row *rows = calloc(1 << 20, sizeof(*rows));
-	struct unwinder_opts o = { .rows = rows, .max_rows = 1 << 20, .procs_fd = -1,
-				   .rows_fd = -1, .dbg = dbg };
-	struct procmaps *pm = NULL;
-	struct unwinder *u = NULL;
-	int pipefd[2], err = -1;
-	pid_t pid = -1;
+	int pipefd[2];
+	pid_t pid;
 	char ok = 0;
 
-	if (!rows || pipe(pipefd))
-		goto out;
+	if (pipe(pipefd))
+		return -1;
 	pid = fork();
 	if (pid == 0) {
 		ok = !map_code(file);
@@ -158,14 +154,33 @@ static int tables_of(const char *file, const struct debuginfo_opts *dbg, struct 
 		pause();
 		_exit(0);
 	}
-	if (pid > 0 && read(pipefd[0], &ok, 1) == 1 && ok && !procmaps__load(pid, &pm) &&
-	    !unwinder__new(&o, &u)) {
+	if (pid > 0 && (read(pipefd[0], &ok, 1) != 1 || !ok)) {
+		reap(pid);
+		pid = -1;
+	}
+	close(pipefd[0]);
+	close(pipefd[1]);
+	return pid;
+}
+
+static int tables_of(const char *file, const struct debuginfo_opts *dbg, struct unwinder_stats *st)
+{
+	struct bpfs_unwind_row *rows = calloc(1 << 20, sizeof(*rows));
+	struct unwinder_opts o = { .rows = rows, .max_rows = 1 << 20, .procs_fd = -1,
+				   .rows_fd = -1, .dbg = dbg };
+	struct procmaps *pm = NULL;
+	struct unwinder *u = NULL;
+	pid_t pid = -1;
+	int err = -1;
+
+	if (!rows)
+		goto out;
+	pid = spawn_mapper(file);
+	if (pid > 0 && !procmaps__load(pid, &pm) && !unwinder__new(&o, &u)) {
 		unwinder__note_maps(u, pid, pm);
 		unwinder__stats(u, st);
 		err = 0;
 	}
-	close(pipefd[0]);
-	close(pipefd[1]);
 out:
 	if (pid > 0)
 		reap(pid);
@@ -202,10 +217,95 @@ static void test_debug_frame_source(void)
 	}
 }
 
+/* --unwind-keep: a table no process holds is kept (by build-ID), taken up
+ * again by the next process of its file without a build, and given up for
+ * a new table's rows when there is no other room. */
+static void test_kept(void)
+{
+	struct bpfs_unwind_row *rows = calloc(1 << 20, sizeof(*rows));
+	struct unwinder_opts o = { .rows = rows, .max_rows = 1 << 20, .procs_fd = -1,
+				   .rows_fd = -1, .keep_ns = 3600 * 1000000000ULL };
+	const char *fx = FIXTURE_DIR "/fx_nofp_df";
+	struct unwinder_stats st, st2;
+	struct procmaps *pa = NULL, *pc = NULL;
+	struct unwinder *u = NULL;
+	pid_t a = spawn_sleeper(), c = -1;
+	size_t k;
+
+	CHECK(rows && a > 0 && !procmaps__load(a, &pa) && !unwinder__new(&o, &u), "set-up");
+	if (!rows || !pa || !u)
+		goto out;
+	unwinder__note_maps(u, a, pa);
+	unwinder__stats(u, &st);
+	reap(a);
+	a = -1;
+	CHECK(unwinder__sweep(u) == 0, "nothing released with the process");
+	unwinder__stats(u, &st2);
+	CHECK(st2.idle == st.tables && st2.idle_rows == st.rows && st2.rows == st.rows,
+	      "%llu of %llu tables kept, %llu rows", (unsigned long long)st2.idle,
+	      (unsigned long long)st.tables, (unsigned long long)st2.idle_rows);
+	/* the same files again (pa: the maps are the same at the same places) */
+	a = spawn_sleeper();
+	unwinder__note_maps(u, a, pa);
+	unwinder__stats(u, &st2);
+	CHECK(st2.built == st.built && st2.reused == st.tables && st2.idle == 0,
+	      "taken up again, not built: %llu built, %llu reused",
+	      (unsigned long long)st2.built, (unsigned long long)st2.reused);
+	reap(a);
+	a = -1;
+	unwinder__sweep(u);
+	unwinder__free(u);
+	u = NULL;
+
+	/* Room for exactly those tables: kept, they give their rows to the
+	 * fixture's new one (the fixture's mapping alone is noted). */
+	memset(rows, 0, sizeof(*rows));
+	o.max_rows = st.rows;
+	a = spawn_sleeper();
+	c = spawn_mapper(fx);
+	CHECK(!unwinder__new(&o, &u) && c > 0 && !procmaps__load(c, &pc), "set-up, small");
+	if (!u || !pc)
+		goto out;
+	unwinder__note_maps(u, a, pa);
+	reap(a);
+	a = -1;
+	unwinder__sweep(u);
+	for (k = 0; k < pc->nr && !(pc->maps[k].path && strstr(pc->maps[k].path, "fx_nofp_df")); k++)
+		;
+	CHECK(k < pc->nr, "the fixture is mapped");
+	if (k == pc->nr)
+		goto out;
+	{
+		struct procmap tmp = pc->maps[0];
+		size_t nr = pc->nr;
+
+		pc->maps[0] = pc->maps[k];
+		pc->maps[k] = tmp;
+		pc->nr = 1;
+		unwinder__note_maps(u, c, pc);
+		pc->nr = nr;
+	}
+	unwinder__stats(u, &st2);
+	CHECK(st2.evicted >= 1 && st2.full == 0 && st2.built == st.built + 1,
+	      "a kept table evicted for the new one: %llu evicted, %llu full, %llu built",
+	      (unsigned long long)st2.evicted, (unsigned long long)st2.full,
+	      (unsigned long long)st2.built);
+out:
+	if (a > 0)
+		reap(a);
+	if (c > 0)
+		reap(c);
+	unwinder__free(u);
+	procmaps__free(pa);
+	procmaps__free(pc);
+	free(rows);
+}
+
 int main(void)
 {
 	RUN(test_lifetimes);
 	RUN(test_full);
+	RUN(test_kept);
 	RUN(test_debug_frame_source);
 	UNIT_EXIT();
 }
