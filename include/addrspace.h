@@ -56,7 +56,11 @@ struct addrspace_stats {
 typedef void (*addrspace_gone_fn)(void *ctx, int pid);
 /* A process's executable mappings were read from /proc (pm: all of them,
  * now). */
-typedef void (*addrspace_maps_fn)(void *ctx, int pid, const struct procmaps *pm);
+/* files[i]: the file of pm->maps[i] as the file cache knows it (its
+ * build-ID), or NULL. */
+struct mapped_file;
+typedef void (*addrspace_maps_fn)(void *ctx, int pid, const struct procmaps *pm,
+				  const struct mapped_file *const *files);
 
 /* fc is used, not owned. */
 int addrspace__new(struct filecache *fc, struct addrspace **out);

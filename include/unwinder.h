@@ -78,7 +78,14 @@ int unwinder__new(const struct unwinder_opts *o, struct unwinder **out);
 void unwinder__free(struct unwinder *u);
 /* pm: the executable mappings pid has now (read from /proc while it
  * lives). Tables of files not seen before are built now. */
-void unwinder__note_maps(struct unwinder *u, int pid, const struct procmaps *pm);
+struct mapped_file;
+void unwinder__note_maps(struct unwinder *u, int pid, const struct procmaps *pm,
+			 const struct mapped_file *const *files);
+/* Builds the tables of the C library and the dynamic loader (ours: the
+ * system's), kept for the processes to come, nearly all of which map them:
+ * a process's first samples, in ld.so before its tables are loaded, are
+ * walked by them sooner. Nothing with --unwind-keep 0. */
+void unwinder__preload_common(struct unwinder *u);
 /* Forgets exited processes, and releases the tables no process holds.
  * Returns how many tables went. */
 size_t unwinder__sweep(struct unwinder *u);

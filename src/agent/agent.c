@@ -286,6 +286,7 @@ static int write_events(struct agent *a, const struct sampler_stats *st)
 			.timer = e->timer,
 			.period = e->attr.freq ? 0 : e->attr.sample_period,
 			.kernel_only = o->kernel_only,
+			.fp_only = o->unwind == BPFS_UNWIND_FP,
 			.progress = keep_draining,
 			.progress_ctx = a,
 		};
@@ -562,6 +563,8 @@ static int agent__setup(struct agent *a)
 	err = sampler__start(a->s);
 	if (!err)
 		symbolizer__set_tracking(a->sym, sampler__tracks_mappings(a->s));
+	if (!err && a->uw)
+		unwinder__preload_common(a->uw);
 	return err;
 }
 

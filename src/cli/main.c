@@ -343,6 +343,7 @@ static void event_report_opts(const struct run *r, size_t ev, struct report_opts
 
 	*ro = (struct report_opts){
 		.kernel_only = r->o->kernel_only,
+		.fp_only = r->o->unwind == BPFS_UNWIND_FP,
 		.weight_period = r->o->weight_period,
 		.event = r->o->events.nr > 1 ? (int)ev : -1,
 		.event_name = e->name,
@@ -579,6 +580,9 @@ static int run(const struct opts *o, struct outputs *outs)
 	if (err)
 		goto out;
 	symbolizer__set_tracking(r.sym, sampler__tracks_mappings(r.s));
+	/* before the command runs: its first samples, in ld.so, find tables */
+	if (r.uw)
+		unwinder__preload_common(r.uw);
 	if (r.cmd) {
 		err = command__release(r.cmd);
 		if (err)

@@ -149,10 +149,36 @@ static uint32_t kernel_location(struct build_ctx *c, const struct sym_frame *f, 
 		.kind = PF_KIND_KERNEL });
 }
 
+/*
+ * Frames read by a frame-pointer walk that no table checked (--unwind fp,
+ * or a process's first samples before its tables load, flagged no unwind
+ * info): a return address in no mapping of the process is not a frame but
+ * a word of stack or data read as one, and so is everything outward of
+ * it. The frames from there are cut (the table walk ends there in BPF);
+ * with no reason flagged yet, as a bad frame. Returns the frames kept.
+ */
+static size_t cut_unmapped(struct build_ctx *c, const struct bpfs_count_key *k, size_t nr,
+			   bool *cut)
+{
+	struct sym_frame f;
+
+	*cut = false;
+	if (!c->o->fp_only && !(k->flags & BPFS_F_USTACK_NOINFO))
+		return nr;
+	for (size_t i = 1; i < nr; i++) {
+		symbolizer__user(c->sym, k->pid, k->map_gen, c->ips[i], true, &f);
+		if (f.kind == SYM_UNMAPPED) {
+			*cut = true;
+			return i;
+		}
+	}
+	return nr;
+}
+
 static size_t add_user(struct build_ctx *c, const struct bpfs_count_key *k, size_t n)
 {
 	struct sym_frame f;
-	bool missing;
+	bool missing, cut;
 	size_t nr;
 
 	if (k->flags & BPFS_F_KTHREAD)
@@ -172,6 +198,10 @@ static size_t add_user(struct build_ctx *c, const struct bpfs_count_key *k, size
 	nr = unwind(c, k->ustack_id, &missing);
 	if (missing)
 		c->fr[n++] = marker(c->p, "[user stack segment missing]");
+	nr = cut_unmapped(c, k, nr, &cut);
+	if (cut && !(k->flags & (BPFS_F_USTACK_TRUNC | BPFS_F_USTACK_ERR | BPFS_F_USTACK_NOINFO |
+				 BPFS_F_USTACK_BADFRAME)))
+		c->fr[n++] = marker(c->p, "[truncated: bad frame]");
 	/* ips[0] is the leaf; the frames go outermost first. */
 	for (size_t i = nr; i-- > 0;) {
 		symbolizer__user(c->sym, k->pid, k->map_gen, c->ips[i], i > 0, &f);

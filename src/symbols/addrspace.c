@@ -317,9 +317,10 @@ static void load_maps(struct addrspace *as, struct proc *p)
 			s->files[i] = filecache__open(as->fc, p->pid, &pm->maps[i]);
 		anon_exec |= !pm->maps[i].path;
 	}
-	keep_snapshot(as, p, s);
 	if (as->on_maps)
-		as->on_maps(as->on_maps_ctx, p->pid, pm);
+		as->on_maps(as->on_maps_ctx, p->pid, pm,
+			    (const struct mapped_file *const *)s->files);
+	keep_snapshot(as, p, s);
 	if (anon_exec)
 		load_perf_map(p);
 	if (!p->reads++)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -8,12 +9,14 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 
 #include <bpf/bpf.h>
 
 #include "debuginfo.h"
 #include "ehframe.h"
+#include "filecache.h"
 #include "elf_syms.h"
 #include "hashmap.h"
 #include "log.h"
@@ -350,7 +353,8 @@ static void load_table(struct unwinder *u, struct table *t, const char *path, co
 }
 
 /* The table of mapping m of pid, built when its file is new. */
-static struct table *get_table(struct unwinder *u, int pid, const struct procmap *m)
+static struct table *get_table(struct unwinder *u, int pid, const struct procmap *m,
+			       const struct mapped_file *file)
 {
 	struct file_ent k = { m->dev, m->inode }, *f = hashmap__find(u->files, &k);
 	char path[4096 + 64], key[sizeof(((struct table *)0)->key)];
@@ -360,7 +364,11 @@ static struct table *get_table(struct unwinder *u, int pid, const struct procmap
 		return f->t;
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
 		 m->end);
-	if (elf_build_id__read(path, key, sizeof(key)))
+	/* the build-ID the file cache read when it opened the file (it
+	 * checks the inode it holds), else read here */
+	if (file && file->build_id)
+		snprintf(key, sizeof(key), "%s", file->build_id);
+	else if (elf_build_id__read(path, key, sizeof(key)))
 		snprintf(key, sizeof(key), "%" PRIx64 ":%" PRIu64, m->dev, m->inode);
 	t = hashmap__find(u->tables, key);
 	if (t && t->idle_ns) { /* kept: taken up again, not built */
@@ -412,7 +420,8 @@ static bool mapping_bias(const struct table *t, const struct procmap *m, uint64_
 	return false;
 }
 
-void unwinder__note_maps(struct unwinder *u, int pid, const struct procmaps *pm)
+void unwinder__note_maps(struct unwinder *u, int pid, const struct procmaps *pm,
+			 const struct mapped_file *const *files)
 {
 	struct uproc *p = hashmap__find(u->procs, (void *)(uintptr_t)pid), old;
 	struct bpfs_unwind_proc *v = &u->scratch;
@@ -446,7 +455,7 @@ void unwinder__note_maps(struct unwinder *u, int pid, const struct procmaps *pm)
 		/* files get their table; anonymous and special mappings
 		 * ([vdso], JIT code) a frame-pointer step */
 		if (m->path && m->path[0] == '/')
-			t = get_table(u, pid, m);
+			t = get_table(u, pid, m, files ? files[i] : NULL);
 		if (t && t->nr && mapping_bias(t, m, &bias)) {
 			e->bias = bias;
 			e->row_first = t->first;
@@ -555,12 +564,49 @@ void unwinder__stats(const struct unwinder *u, struct unwinder_stats *out)
 	out->processes = hashmap__size(u->procs);
 }
 
-static void on_maps(void *uw, int pid, const struct procmaps *pm)
+/* The table of the file at path, built now and kept as if its last process
+ * had just gone: the first process that maps it takes it up at once. */
+static void preload(struct unwinder *u, const char *path)
+{
+	char key[sizeof(((struct table *)0)->key)];
+	struct table *t;
+
+	if (!path || elf_build_id__read(path, key, sizeof(key)) || hashmap__find(u->tables, key))
+		return;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return;
+	memcpy(t->key, key, sizeof(t->key));
+	t->by_build_id = true;
+	t->id = ++u->last_id;
+	load_table(u, t, path, path);
+	t->idle_ns = now_ns();
+	if (hashmap__set(u->tables, t->key, t, NULL)) {
+		rows_free(u, t->first, t->nr);
+		free(t->segs);
+		free(t);
+	}
+}
+
+void unwinder__preload_common(struct unwinder *u)
+{
+	Dl_info libc, ldso;
+
+	if (!u->o.keep_ns)
+		return;
+	if (dladdr((void *)printf, &libc))
+		preload(u, libc.dli_fname);
+	if (getauxval(AT_BASE) && dladdr((void *)getauxval(AT_BASE), &ldso))
+		preload(u, ldso.dli_fname);
+}
+
+static void on_maps(void *uw, int pid, const struct procmaps *pm,
+		    const struct mapped_file *const *files)
 {
 	/* not our own: ~40 libraries whose tables would only delay the
 	 * first ones of the processes sampled */
 	if (pid != getpid())
-		unwinder__note_maps(uw, pid, pm);
+		unwinder__note_maps(uw, pid, pm, files);
 }
 
 int unwinder__start(struct sampler *s, struct symbolizer *sym, uint32_t max_rows,

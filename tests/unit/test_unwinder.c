@@ -56,14 +56,14 @@ static void test_lifetimes(void)
 	CHECK(!unwinder__new(&o, &u), "new");
 	if (!pa || !pb || !u)
 		goto out;
-	unwinder__note_maps(u, a, pa);
+	unwinder__note_maps(u, a, pa, NULL);
 	unwinder__stats(u, &st);
 	CHECK(st.built >= 3, "tables of the binary, libc and ld.so: %llu",
 	      (unsigned long long)st.built);
 	CHECK(st.rows > 20000 && rows[st.rows - 1].pc, "libc's rows written: %llu",
 	      (unsigned long long)st.rows);
 	CHECK(st.update_errors == 1, "the (invalid) BPF map refused the entry");
-	unwinder__note_maps(u, b, pb);
+	unwinder__note_maps(u, b, pb, NULL);
 	unwinder__stats(u, &st2);
 	CHECK(st2.built == st.built && st2.rows == st.rows && st2.processes == 2,
 	      "a second process of the same files shares their tables");
@@ -78,7 +78,7 @@ static void test_lifetimes(void)
 	      (unsigned long long)st2.tables);
 	/* the rows are reused: the same tables fit again at the same places */
 	b = spawn_sleeper();
-	unwinder__note_maps(u, b, pb);
+	unwinder__note_maps(u, b, pb, NULL);
 	unwinder__stats(u, &st2);
 	CHECK(st2.rows == st.rows && st2.rows_peak == st.rows, "rows reused, peak %llu",
 	      (unsigned long long)st2.rows_peak);
@@ -103,7 +103,7 @@ static void test_full(void)
 	CHECK(!procmaps__load(getpid(), &pm) && !unwinder__new(&o, &u), "set-up");
 	if (!pm || !u)
 		goto out;
-	unwinder__note_maps(u, getpid(), pm);
+	unwinder__note_maps(u, getpid(), pm, NULL);
 	unwinder__stats(u, &st);
 	CHECK(st.full >= 1 && st.rows <= 2000, "libc does not fit in 2000 rows: %llu full",
 	      (unsigned long long)st.full);
@@ -177,7 +177,7 @@ static int tables_of(const char *file, const struct debuginfo_opts *dbg, struct 
 		goto out;
 	pid = spawn_mapper(file);
 	if (pid > 0 && !procmaps__load(pid, &pm) && !unwinder__new(&o, &u)) {
-		unwinder__note_maps(u, pid, pm);
+		unwinder__note_maps(u, pid, pm, NULL);
 		unwinder__stats(u, st);
 		err = 0;
 	}
@@ -235,7 +235,7 @@ static void test_kept(void)
 	CHECK(rows && a > 0 && !procmaps__load(a, &pa) && !unwinder__new(&o, &u), "set-up");
 	if (!rows || !pa || !u)
 		goto out;
-	unwinder__note_maps(u, a, pa);
+	unwinder__note_maps(u, a, pa, NULL);
 	unwinder__stats(u, &st);
 	reap(a);
 	a = -1;
@@ -246,7 +246,7 @@ static void test_kept(void)
 	      (unsigned long long)st.tables, (unsigned long long)st2.idle_rows);
 	/* the same files again (pa: the maps are the same at the same places) */
 	a = spawn_sleeper();
-	unwinder__note_maps(u, a, pa);
+	unwinder__note_maps(u, a, pa, NULL);
 	unwinder__stats(u, &st2);
 	CHECK(st2.built == st.built && st2.reused == st.tables && st2.idle == 0,
 	      "taken up again, not built: %llu built, %llu reused",
@@ -266,7 +266,7 @@ static void test_kept(void)
 	CHECK(!unwinder__new(&o, &u) && c > 0 && !procmaps__load(c, &pc), "set-up, small");
 	if (!u || !pc)
 		goto out;
-	unwinder__note_maps(u, a, pa);
+	unwinder__note_maps(u, a, pa, NULL);
 	reap(a);
 	a = -1;
 	unwinder__sweep(u);
@@ -282,7 +282,7 @@ static void test_kept(void)
 		pc->maps[0] = pc->maps[k];
 		pc->maps[k] = tmp;
 		pc->nr = 1;
-		unwinder__note_maps(u, c, pc);
+		unwinder__note_maps(u, c, pc, NULL);
 		pc->nr = nr;
 	}
 	unwinder__stats(u, &st2);
