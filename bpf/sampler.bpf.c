@@ -694,6 +694,8 @@ static int complete_walk(struct bpf_map *map, void *key, void *value)
 		unwind_walk(&cw->st, &cw->win, proc, true);
 	else
 		bpf_loop(BPFS_MAX_USER_DEPTH / WALK_PER_CALL, walk_frame_sleepable, &w, 0);
+	if (!proc)
+		cw->st.reason |= BPFS_F_USTACK_UNCHECKED;
 	ring = this_ring();
 	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_COMPLETE);
 	if (!rec) {
@@ -787,6 +789,8 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 	if (!proc && unwind_mode != BPFS_UNWIND_FP && st->fp && !st->fault &&
 	    st->nr < max_depth && !st->limited)
 		st->reason |= BPFS_F_USTACK_NOINFO;
+	if (!proc)
+		st->reason |= BPFS_F_USTACK_UNCHECKED;
 	if (use_task_work && (st->fault || st->limited) &&
 	    schedule_completion(bpf_get_current_task_btf(), key->pid, key->tid)) {
 		*flags |= BPFS_F_USTACK_PENDING;

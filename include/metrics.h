@@ -47,6 +47,9 @@ struct metrics {
 	uint64_t dropped_undelivered; /* counter: windows dropped never pushed */
 	uint64_t processes_tracked;   /* gauge: processes with state in the agent */
 	uint64_t series_overflowed;   /* counter: processes folded into "other" */
+	uint64_t mappings_lost;	      /* counter: side-band mapping records lost */
+	uint64_t unwind_rows;	      /* gauge: unwind table rows held */
+	uint64_t unwind_tables_built; /* counter: unwind tables built */
 	uint64_t rss_bytes;	      /* gauge: the agent's resident memory */
 	double cpu_seconds;	      /* counter: the agent's user+system CPU time */
 };

@@ -23,7 +23,6 @@ enum report_value {
 
 struct report_opts {
 	bool kernel_only;   /* user-mode samples show as [user space] */
-	bool fp_only;	    /* --unwind fp: no walk checked its return addresses */
 	bool weight_period; /* the default value is the period, not samples */
 	int event;	    /* only this event's samples; -1: all */
 	const char *event_name; /* NULL: cpu-clock */

@@ -86,6 +86,10 @@ enum bpfs_sample_flags {
 	 * _ERR, a read fault, and _TRUNC, the depth limit). */
 	BPFS_F_USTACK_NOINFO = 1 << 6,
 	BPFS_F_USTACK_BADFRAME = 1 << 7,
+	/* Walked by frame pointers alone, with no table or mapping check
+	 * (--unwind fp, or a process whose tables are not loaded yet): the
+	 * loader ends the stack at a return address in no mapping. */
+	BPFS_F_USTACK_UNCHECKED = 1 << 8,
 };
 
 /* What -p/-t/-- command select; the `filter` map holds the ids. */

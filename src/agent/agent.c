@@ -286,7 +286,6 @@ static int write_events(struct agent *a, const struct sampler_stats *st)
 			.timer = e->timer,
 			.period = e->attr.freq ? 0 : e->attr.sample_period,
 			.kernel_only = o->kernel_only,
-			.fp_only = o->unwind == BPFS_UNWIND_FP,
 			.progress = keep_draining,
 			.progress_ctx = a,
 		};
@@ -360,6 +359,7 @@ static void warn_sideband_lost(struct agent *a)
 
 	if (!sampler__sideband_stats(a->s, &sb, &failed) || sb.lost == a->sideband_lost)
 		return;
+	a->metrics.mappings_lost = sb.lost;
 	p_warn("%" PRIu64 " mapping records lost this window (side-band ring full): the maps "
 	       "were read again from /proc; raise --sideband-size", sb.lost - a->sideband_lost);
 	a->sideband_lost = sb.lost;
@@ -410,6 +410,13 @@ static int close_window(struct agent *a, uint64_t until_unix)
 	a->windows++;
 	a->metrics.windows_written += files;
 	a->metrics.processes_tracked = ys.procs_live;
+	if (a->uw) {
+		struct unwinder_stats us;
+
+		unwinder__stats(a->uw, &us);
+		a->metrics.unwind_rows = us.rows;
+		a->metrics.unwind_tables_built = us.built;
+	}
 	metrics__sample_self(&a->metrics);
 	p_info("window %s +%.1f s: %" PRIu64 " samples, %" PRIu64 " lost, %zu profiles written; "
 	       "%" PRIu64 " processes, %" PRIu64 " files held (symbols %.1f MB), %zu stack "

@@ -142,6 +142,14 @@ char *metrics__render(const struct metrics *m)
 	scalar(f, "series_overflowed_total", "counter",
 	       "Processes put in the \"other\" series: more distinct services than allowed.",
 	       m->series_overflowed);
+	scalar(f, "mappings_lost_total", "counter",
+	       "Mapping records the side-band ring had no room for (the maps were read again; "
+	       "raise --sideband-size).", m->mappings_lost);
+	scalar(f, "unwind_table_rows", "gauge",
+	       "Rows the unwind tables hold in the kernel, 16 bytes each (--unwind-rows).",
+	       m->unwind_rows);
+	scalar(f, "unwind_tables_built_total", "counter",
+	       "Unwind tables built from .eh_frame or .debug_frame.", m->unwind_tables_built);
 	scalar(f, "resident_memory_bytes", "gauge", "The agent's resident memory.",
 	       m->rss_bytes);
 	head(f, "cpu_seconds_total", "counter", "The agent's own user and system CPU time.");

@@ -343,7 +343,6 @@ static void event_report_opts(const struct run *r, size_t ev, struct report_opts
 
 	*ro = (struct report_opts){
 		.kernel_only = r->o->kernel_only,
-		.fp_only = r->o->unwind == BPFS_UNWIND_FP,
 		.weight_period = r->o->weight_period,
 		.event = r->o->events.nr > 1 ? (int)ev : -1,
 		.event_name = e->name,

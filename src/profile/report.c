@@ -151,8 +151,8 @@ static uint32_t kernel_location(struct build_ctx *c, const struct sym_frame *f, 
 
 /*
  * Frames read by a frame-pointer walk that no table checked (--unwind fp,
- * or a process's first samples before its tables load, flagged no unwind
- * info): a return address in no mapping of the process is not a frame but
+ * or a process's first samples before its tables load: flagged
+ * unchecked): a return address in no mapping of the process is not a frame but
  * a word of stack or data read as one, and so is everything outward of
  * it. The frames from there are cut (the table walk ends there in BPF);
  * with no reason flagged yet, as a bad frame. Returns the frames kept.
@@ -163,7 +163,7 @@ static size_t cut_unmapped(struct build_ctx *c, const struct bpfs_count_key *k, 
 	struct sym_frame f;
 
 	*cut = false;
-	if (!c->o->fp_only && !(k->flags & BPFS_F_USTACK_NOINFO))
+	if (!(k->flags & BPFS_F_USTACK_UNCHECKED))
 		return nr;
 	for (size_t i = 1; i < nr; i++) {
 		symbolizer__user(c->sym, k->pid, k->map_gen, c->ips[i], true, &f);

@@ -64,6 +64,9 @@ n=$(grep -c 'bpfsampler: window ' "$TMP/agent.log")
 [ "$n" -ge 6 ] && pass "one status line per window ($n)" || fail "one status line per window" "$n"
 grep -q '^bpfsampler_windows_written_total [1-9]' "$TMP/agent.prom" &&
 	grep -q '^bpfsampler_samples_total{event="cpu-clock"} [1-9]' "$TMP/agent.prom" &&
+	grep -q '^bpfsampler_unwind_table_rows [1-9]' "$TMP/agent.prom" &&
+	grep -q '^bpfsampler_unwind_tables_built_total [1-9]' "$TMP/agent.prom" &&
+	grep -q '^bpfsampler_mappings_lost_total 0$' "$TMP/agent.prom" &&
 	pass "metrics file written" || fail "metrics file written" "$(head -20 "$TMP/agent.prom")"
 
 # --- kill -9 and restart ---------------------------------------------------

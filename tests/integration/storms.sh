@@ -80,7 +80,7 @@ full=$(awk '/^\[lost\];\[stacks map full\] / { print $NF }' "$TMP/fan.folded")
 # pointer walk: unwind tables would not read rbp there at all.)
 profile "$TMP/badfp.folded" -F 999 --unwind fp -- "$W/badfp" 1.5 ||
 	fail "bad frame pointers: bpfsampler failed" "$(cat "$TMP/badfp.folded.err")"
-for fn in spin_loop spin_kernel spin_guard spin_odd; do
+for fn in spin_loop spin_kernel spin_guard spin_odd spin_junk; do
 	n=$(samples_with "$TMP/badfp.folded" "$fn")
 	# the user part of the stack: frames between the comm and the leaf
 	deep=$(awk -v f="$fn" '{
@@ -97,6 +97,13 @@ n=$(samples_with "$TMP/badfp.folded" spin_guard)
 [ "$g" -gt $((n * 9 / 10)) ] &&
 	pass "bad frame pointers: a frame pointer into a guard page is shown as unreadable ($g of $n)" ||
 	fail "bad frame pointers: guard page shown as unreadable" "$g of $n: $(grep spin_guard "$TMP/badfp.folded")"
+# A "return address" that is a stack address ends the walk as a bad frame
+# (checked when the profile is built: no table walked it).
+g=$(samples_matching "$TMP/badfp.folded" '^badfp;[[]truncated: bad frame[]];spin_junk$')
+n=$(samples_with "$TMP/badfp.folded" spin_junk)
+[ "$g" -gt $((n * 9 / 10)) ] &&
+	pass "bad frame pointers: a return address in no mapping ends the stack, marked ($g of $n)" ||
+	fail "bad frame pointers: a return address in no mapping ends the stack" "$g of $n: $(grep spin_junk "$TMP/badfp.folded")"
 
 # The default walk (unwind tables; rbp is a frame pointer there) marks the
 # same chains as cut, with a reason, and counts them in the summary.

@@ -35,6 +35,9 @@ static void fill(struct metrics *m)
 	m->dropped_undelivered = 6;
 	m->processes_tracked = 321;
 	m->series_overflowed = 8;
+	m->mappings_lost = 9;
+	m->unwind_rows = 28271;
+	m->unwind_tables_built = 11;
 	m->rss_bytes = 1 << 20;
 	m->cpu_seconds = 1.5;
 }
@@ -73,6 +76,11 @@ static void check_text(const char *t)
 	HAS(t, "# TYPE bpfsampler_processes_tracked gauge");
 	HAS(t, "bpfsampler_processes_tracked 321");
 	HAS(t, "bpfsampler_series_overflowed_total 8");
+	HAS(t, "# TYPE bpfsampler_mappings_lost_total counter");
+	HAS(t, "bpfsampler_mappings_lost_total 9");
+	HAS(t, "# TYPE bpfsampler_unwind_table_rows gauge");
+	HAS(t, "bpfsampler_unwind_table_rows 28271");
+	HAS(t, "bpfsampler_unwind_tables_built_total 11");
 	HAS(t, "bpfsampler_resident_memory_bytes 1048576");
 	HAS(t, "# TYPE bpfsampler_cpu_seconds_total counter");
 	HAS(t, "bpfsampler_cpu_seconds_total 1.500");
@@ -95,7 +103,7 @@ static void test_render(void)
 		helps++;
 	for (const char *p = t; (p = strstr(p, "# TYPE ")); p++)
 		types++;
-	CHECK(helps == types && helps == 16, "16 metrics, %d HELP and %d TYPE", helps, types);
+	CHECK(helps == types && helps == 19, "16 metrics, %d HELP and %d TYPE", helps, types);
 	CHECK(t[strlen(t) - 1] == '\n', "ends with a newline");
 	CHECK(strstr(t, "bpfsampler_build_info{version=\"") != NULL, "build info");
 	free(t);

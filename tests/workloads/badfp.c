@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * badfp SECONDS: four threads, each spinning for SECONDS with rbp set to
+ * badfp SECONDS: five threads, each spinning for SECONDS with rbp set to
  * something that is not a frame pointer, each in a function of its own:
  *   spin_loop:   rbp points at a frame whose saved rbp is itself
  *   spin_kernel: rbp is a kernel address
  *   spin_guard:  rbp points into a PROT_NONE page just above the stack
  *   spin_odd:    rbp is the stack pointer plus 4 (not aligned)
+ *   spin_junk:   rbp points at a frame that ends the chain (saved rbp 0)
+ *                whose return address is a stack address, not code
  * Each thread runs on a stack of its own (mmap'ed, with the guard page on
  * top), as thread -> run_badfp -> spin_*.
  *
@@ -52,6 +54,7 @@ SPIN_FN(spin_loop)
 SPIN_FN(spin_kernel)
 SPIN_FN(spin_guard)
 SPIN_FN(spin_odd)
+SPIN_FN(spin_junk)
 
 __attribute__((noinline)) void loop_target(void)
 {
@@ -66,10 +69,13 @@ struct job {
 __attribute__((noinline)) static void run_badfp(struct job *j)
 {
 	unsigned long slot[2] __attribute__((aligned(16)));
+	unsigned long junk[2] __attribute__((aligned(16)));
 	unsigned long sp;
 
 	slot[0] = (unsigned long)slot; /* a saved rbp that points at itself */
 	slot[1] = (unsigned long)loop_target + 1;
+	junk[0] = 0;			 /* the chain's end ... */
+	junk[1] = (unsigned long)junk;	 /* ... after a "return address" on the stack */
 	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
 	while (clock_s(CLOCK_MONOTONIC) < end_time) {
 		if (!strcmp(j->name, "loop"))
@@ -78,10 +84,13 @@ __attribute__((noinline)) static void run_badfp(struct job *j)
 			spin_kernel(0xffffffff81000000UL);
 		else if (!strcmp(j->name, "guard"))
 			spin_guard((unsigned long)j->guard);
+		else if (!strcmp(j->name, "junk"))
+			spin_junk((unsigned long)junk);
 		else
 			spin_odd(sp + 4);
 	}
 	BARRIER(slot[0]);
+	BARRIER(junk[0]);
 }
 
 static void *thread_main(void *arg)
@@ -92,13 +101,14 @@ static void *thread_main(void *arg)
 
 int main(int argc, char **argv)
 {
-	static struct job jobs[] = { { "loop", NULL }, { "kernel", NULL }, { "guard", NULL }, { "odd", NULL } };
-	pthread_t t[4];
+	static struct job jobs[] = { { "loop", NULL },	{ "kernel", NULL }, { "guard", NULL },
+				     { "odd", NULL },	{ "junk", NULL } };
+	pthread_t t[5];
 
 	if (argc != 2)
 		usage_exit(USAGE);
 	end_time = clock_s(CLOCK_MONOTONIC) + arg_seconds(argv[1], USAGE);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		pthread_attr_t attr;
 		char *stack = mmap(NULL, STACK_SIZE + PAGE, PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -116,7 +126,7 @@ int main(int argc, char **argv)
 		}
 		pthread_attr_destroy(&attr);
 	}
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		pthread_join(t[i], NULL);
 	return 0;
 }
