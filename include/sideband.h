@@ -38,6 +38,10 @@ typedef void (*sideband_lost_fn)(void *ctx, uint64_t n);
 
 struct sideband_opts {
 	unsigned int size; /* bytes of ring per CPU: a power of 2, >= a page */
+	/* Bytes in a ring that wake the reader (0: every record). More saves
+	 * the reader's wake-ups, and delays each mapping's gen until the next
+	 * drain (the caller's own timer). */
+	unsigned int wakeup_bytes;
 	sideband_mapping_fn on_mapping;
 	sideband_lost_fn on_lost; /* may be NULL */
 	void *ctx;

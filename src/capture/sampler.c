@@ -350,6 +350,9 @@ static int open_sideband(struct sampler *s)
 	int err;
 
 	err = sideband__new(&(struct sideband_opts){ .size = s->opts.sideband_size,
+						     .wakeup_bytes = s->opts.sideband_batched
+									     ? s->opts.sideband_size / 4
+									     : 0,
 						     .on_mapping = on_sideband_mapping,
 						     .on_lost = on_sideband_lost,
 						     .ctx = s },

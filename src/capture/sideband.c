@@ -60,12 +60,13 @@ struct sideband {
  * Exec mappings only (mmap_data = 0); comm_exec marks the COMM record of an
  * exec, which comes before the new image's mappings: a mapping older than
  * its process's exec is of the image it left. Times on CLOCK_MONOTONIC, the
- * clock of bpf_ktime_get_ns in the BPF records. A watermark of one byte
- * wakes the reader at every record: the loader gives a mapping its
+ * clock of bpf_ktime_get_ns in the BPF records. By default a watermark of
+ * one byte wakes the reader at every record: the loader gives a mapping its
  * generation when it reads it, and samples taken until then carry the one
- * before.
+ * before. The agent asks for a quarter of the ring (wakeup_bytes) and reads
+ * the records at its drains instead.
  */
-static void sideband_attr(struct perf_event_attr *attr)
+static void sideband_attr(struct perf_event_attr *attr, unsigned int wakeup_bytes)
 {
 	memset(attr, 0, sizeof(*attr));
 	attr->size = sizeof(*attr);
@@ -80,7 +81,7 @@ static void sideband_attr(struct perf_event_attr *attr)
 	attr->use_clockid = 1;
 	attr->clockid = CLOCK_MONOTONIC;
 	attr->watermark = 1;
-	attr->wakeup_watermark = 1;
+	attr->wakeup_watermark = wakeup_bytes ? wakeup_bytes : 1;
 	attr->disabled = 1; /* libbpf enables it once its ring is mapped */
 }
 
@@ -92,7 +93,7 @@ bool sideband__supported(void)
 		struct perf_event_attr attr;
 		int fd;
 
-		sideband_attr(&attr);
+		sideband_attr(&attr, 0);
 		fd = syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
 		has = fd >= 0;
 		if (fd >= 0)
@@ -312,7 +313,7 @@ int sideband__new(const struct sideband_opts *o, struct sideband **out)
 		p_err("cannot create the side-band event array: %s", strerror(-err));
 		goto err_free;
 	}
-	sideband_attr(&attr);
+	sideband_attr(&attr, o->wakeup_bytes < o->size ? o->wakeup_bytes : o->size / 2);
 	sb->pb = perf_buffer__new_raw(sb->map_fd, o->size / page, &attr, on_record, sb, NULL);
 	if (!sb->pb) {
 		err = -errno;
