@@ -2,7 +2,10 @@
 /*
  * Code without frame pointers calling into Debian's libc (also built
  * without): the stacks only unwind tables can walk. Built -O2
- * -fomit-frame-pointer. Alternates for SECONDS (default 3):
+ * -fomit-frame-pointer. nofp [SECONDS [ROUNDS]] alternates for SECONDS
+ * (default 3), or until ROUNDS rounds of both are done if that comes first
+ * (a fixed amount of work, whose wall time tools/bench/unwind compares
+ * with and without a profiler):
  *   main -> run_qsort -> qsort (libc) -> ... -> cmp_ints
  *   main -> copy_loop -> memcpy (libc)
  * Every sample of the process has main in its stack; comparator samples
@@ -51,6 +54,7 @@ static double now(void)
 int main(int argc, char **argv)
 {
 	double end = now() + (argc > 1 ? atof(argv[1]) : 3);
+	long rounds = argc > 2 ? atol(argv[2]) : 0;
 	size_t n = 20000, len = 1 << 20;
 	int *v = malloc(n * sizeof(*v));
 	char *a = malloc(len), *b = malloc(len);
@@ -59,7 +63,7 @@ int main(int argc, char **argv)
 	if (!v || !a || !b)
 		return 1;
 	memset(a, 7, len);
-	while (now() < end) {
+	while (now() < end && (rounds <= 0 || seed <= (unsigned int)rounds)) {
 		run_qsort(v, n, seed++);
 		copy_loop(b, a, len, 20);
 	}

@@ -15,7 +15,8 @@ WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recu
 	libwork.so uselib syscalls cache branch fork_short cpuburn jit \
 	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock bpf_spin \
 	churn churn_child cxxwork rustwork forkstorm stackfan badfp inlined swevents \
-	getppid_loop mapstorm nofp nofp-stripped dfchain dfchain-stripped)
+	getppid_loop mapstorm nofp nofp-stripped dfchain dfchain-stripped \
+	libbenchhold.so ehframe_build)
 # C++ and Rust names for the demangling tests. g++ at -O1 with frame
 # pointers; Debian's rustc (tools/install-deps.sh), not a rustup one earlier
 # on PATH: its default mangling (legacy, in 1.63) is what the test expects.
@@ -115,3 +116,15 @@ $(WL_OUT)/dfchain-stripped: $(WL_OUT)/dfchain
 		mkdir -p $(WL_OUT)/dfroot/.build-id/$${id%"$${id#??}"} && \
 		objcopy --only-keep-debug $< $(WL_OUT)/dfroot/.build-id/$${id%"$${id#??}"}/$${id#??}.debug
 	$(Q)strip -g -o $@ $<
+
+# Preloaded into what tools/bench/unwind times: stops before main, holds at
+# exit (see benchhold.c).
+$(WL_OUT)/libbenchhold.so: $(WL_SRC)/benchhold.c $(WL_MK) | $(WL_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) -shared -fPIC $< -o $@
+
+# The unwind table builder on its own, timed (tools/bench/unwind --tables):
+# linked with the loader library, as the unit tests are.
+$(WL_OUT)/ehframe_build: $(WL_SRC)/ehframe_build.c $(LIB_A) $(WL_MK) | $(WL_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(WL_DEPFLAGS) $< $(LIB_A) $(LDLIBS) -o $@
