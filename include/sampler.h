@@ -103,6 +103,9 @@ int sampler__start(struct sampler *s);
  * execs, and samples carry their process's map_gen. */
 bool sampler__tracks_mappings(const struct sampler *s);
 /* The side-band's counters; false when mappings are not followed. */
+/* Whether pid's samples may be kept (-p, -- command: selected; never our
+ * own): whose mappings and unwind tables are worth following. */
+bool sampler__follows(struct sampler *s, uint32_t pid);
 bool sampler__sideband_stats(const struct sampler *s, struct sideband_stats *out,
 			     uint64_t *mapgens_failed);
 /* Drains pending notifications, waiting up to timeout_ms. Returns >= 0, or

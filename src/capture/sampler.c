@@ -298,7 +298,7 @@ static int watch_fd(struct sampler *s, int fd)
 /* Mappings are per process: -t selects threads, so every process's are
  * followed; -p and -- command select processes. Never our own: reading our
  * maps as they change would be a loop (see note_self). */
-static bool follow_process(struct sampler *s, uint32_t pid)
+bool sampler__follows(struct sampler *s, uint32_t pid)
 {
 	__u8 state;
 
@@ -322,7 +322,7 @@ static void on_sideband_mapping(void *ctx, const struct sideband_mapping *m)
 	struct sampler *s = ctx;
 	__u32 pid = m->pid, gen;
 
-	if (!follow_process(s, pid))
+	if (!sampler__follows(s, pid))
 		return;
 	if (m->exec) { /* no mapping: no gen */
 		s->opts.on_mapping(s->opts.map_ctx, m, 0);

@@ -575,6 +575,11 @@ static int run(const struct opts *o, struct outputs *outs)
 	 * sampling starts; any loaded from now on is named as it comes, so
 	 * one that unloads before the end keeps its name. */
 	symbolizer__refresh(r.sym);
+	/* -p: the processes' maps and unwind tables before their first
+	 * sample, not after it */
+	for (size_t i = 0; i < o->pids.nr; i++)
+		symbolizer__note_process(r.sym, o->pids.v[i], 0, 0, "");
+	symbolizer__read_announced(r.sym);
 	err = sampler__start(r.s);
 	if (err)
 		goto out;

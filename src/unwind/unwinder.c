@@ -64,6 +64,7 @@ struct unwinder {
 	struct vec free;	/* struct extent, sorted by first */
 	struct bpfs_unwind_proc scratch;
 	uint32_t last_id;	/* of the newest table */
+	struct sampler *s;	/* unwinder__start: whose processes are sampled */
 	struct unwinder_stats stats;
 };
 
@@ -603,10 +604,14 @@ void unwinder__preload_common(struct unwinder *u)
 static void on_maps(void *uw, int pid, const struct procmaps *pm,
 		    const struct mapped_file *const *files)
 {
-	/* not our own: ~40 libraries whose tables would only delay the
-	 * first ones of the processes sampled */
-	if (pid != getpid())
-		unwinder__note_maps(uw, pid, pm, files);
+	struct unwinder *u = uw;
+
+	/* Not our own (~40 libraries whose tables would only delay the first
+	 * ones of the processes sampled), nor a process -p or -- command does
+	 * not select (a selected one's parent, whose maps are read for a
+	 * child that forks without exec). */
+	if (pid != getpid() && (!u->s || sampler__follows(u->s, pid)))
+		unwinder__note_maps(u, pid, pm, files);
 }
 
 int unwinder__start(struct sampler *s, struct symbolizer *sym, uint32_t max_rows,
@@ -626,6 +631,7 @@ int unwinder__start(struct sampler *s, struct symbolizer *sym, uint32_t max_rows
 	err = unwinder__new(&uo, out);
 	if (err)
 		return err;
+	(*out)->s = s;
 	symbolizer__set_maps_hook(sym, on_maps, *out);
 	return 0;
 }

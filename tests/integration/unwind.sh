@@ -44,6 +44,21 @@ grep -q 'unwind tables: [1-9]' "$TMP/nofp.folded.err" &&
 	pass "nofp: the summary gives the tables' memory: $(grep -o 'unwind tables:.*' "$TMP/nofp.folded.err")" ||
 	fail "nofp: the summary gives the tables' memory" "$(cat "$TMP/nofp.folded.err")"
 
+# -p: the process's tables are loaded before sampling starts, so none of
+# its samples is cut for want of them; its parent (whose maps are read for
+# a child that forks without exec) gets no tables: nofp, libc, ld.so only.
+"$W/nofp" 3 >/dev/null &
+np=$!
+sleep 0.5
+profile "$TMP/attach.folded" -v -p $np -d 1.5 -F 999 || fail "nofp -p run" "$(cat "$TMP/attach.folded.err")"
+wait $np
+all=$(total "$TMP/attach.folded")
+cut=$(samples_matching "$TMP/attach.folded" '[[]truncated: no unwind info[]]')
+files=$(grep -oE 'unwind tables: [0-9]+ files' "$TMP/attach.folded.err" | grep -oE '[0-9]+')
+[ "$all" -gt 1000 ] && [ "$cut" -eq 0 ] && [ "${files:-99}" -le 3 ] &&
+	pass "nofp -p: tables before the first sample ($cut of $all cut for want of them; $files files)" ||
+	fail "nofp -p: tables before the first sample" "$cut of $all cut, $files files: $(grep 'unwind tables' "$TMP/attach.folded.err")"
+
 # The same with frame pointers only: what the tables are for.
 profile "$TMP/fp.folded" -F 999 --unwind fp -- "$W/nofp" 1 || fail "nofp --unwind fp run"
 comm_lines "$TMP/fp.folded" nofp >"$TMP/fp.only"
