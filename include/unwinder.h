@@ -6,8 +6,11 @@
  * file's own or its debug file's: ehframe.h), the first time a process maps
  * the file, written into the BPF rows array, and shared by every process
  * that maps it; each process's executable mappings go into the BPF
- * per-process map with the slice of rows of their file. A table is released when no live process
- * maps its file any more (unwinder__sweep), and its rows are reused.
+ * per-process map with the slice of rows of their file. A table no live
+ * process maps any more (unwinder__sweep) is kept for --unwind-keep when
+ * its file has a build-ID, for the next process of the same file, then
+ * released and its rows reused (kept tables give their rows up first when
+ * a new table needs room).
  */
 #ifndef BPFSAMPLER_UNWINDER_H
 #define BPFSAMPLER_UNWINDER_H
