@@ -41,6 +41,9 @@ const volatile bool use_task_work = false;
 const volatile __u32 loader_pid = 0;
 /* Ring data that makes the loader wake up (else it polls on a timer). */
 const volatile __u64 wakeup_bytes = 64 * 1024;
+/* A process announcement wakes the loader at once (it may live only
+ * milliseconds); the agent lets it wait for its next drain. */
+const volatile bool announce_now = true;
 /* Tests narrow stack ids to a few bits to force collisions and check that
  * colliding stacks are never merged (--debug-stack-id-bits). */
 const volatile __u64 stack_id_mask = ~0ULL;
@@ -884,7 +887,10 @@ static __always_inline void announce_process(const struct bpfs_count_key *key)
 	rec->mm = (__u64)task->mm;
 	__builtin_memcpy(rec->comm, key->comm, sizeof(rec->comm));
 	/* wake the loader now: a process may live only milliseconds */
-	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
+	if (announce_now)
+		bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
+	else
+		rec_submit(ring, rec);
 }
 
 static __always_inline bool add_count(struct bpfs_count_val *val, __u64 period, __u32 ev)

@@ -47,8 +47,10 @@ struct sampler_opts {
 				  * (features__has_mmap_tracking) and
 				  * on_mapping is set */
 	unsigned int sideband_size;	 /* side-band ring per CPU, bytes */
-	bool sideband_batched;		 /* wake at a quarter of the ring, not at
-					  * each record (the agent) */
+	bool batched_wakeups;		 /* the agent: side-band records and
+					  * process announcements wait for the
+					  * next drain (its 100 ms timer), not
+					  * a wake-up each */
 	sampler_mapping_fn on_mapping;	 /* file mappings, in time order */
 	sampler_lost_fn on_mappings_lost; /* may be NULL */
 	void *map_ctx;

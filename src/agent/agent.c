@@ -555,10 +555,10 @@ static int agent__setup(struct agent *a)
 	if (err)
 		return err;
 	opts__sampler_opts(o, &so);
-	/* mappings read at each drain (100 ms at most), not at each record:
-	 * the wake-ups were a third of the agent's CPU under process churn
-	 * (docs/benchmarks.md, "The agent") */
-	so.sideband_batched = true;
+	/* mappings and new processes read at each drain (100 ms at most),
+	 * not at each record: the wake-ups were a third of the agent's CPU
+	 * under process churn (docs/benchmarks.md, "The agent") */
+	so.batched_wakeups = true;
 	so.on_record = (sampler_record_fn)stream__handle;
 	so.ctx = a->stream;
 	so.on_mapping = symbolizer__on_sideband_mapping;

@@ -149,6 +149,7 @@ static int configure(struct sampler *s)
 	skel->rodata->filter_mode = o->filter_mode;
 	/* Wake the loader when a quarter of a ring is full; it polls anyway. */
 	skel->rodata->wakeup_bytes = o->ring_size / 4;
+	skel->rodata->announce_now = !o->batched_wakeups;
 	skel->rodata->include_idle = o->include_idle;
 	skel->rodata->collect_user = o->user_stacks;
 	skel->rodata->collect_kernel = o->kernel_stacks;
@@ -350,7 +351,7 @@ static int open_sideband(struct sampler *s)
 	int err;
 
 	err = sideband__new(&(struct sideband_opts){ .size = s->opts.sideband_size,
-						     .wakeup_bytes = s->opts.sideband_batched
+						     .wakeup_bytes = s->opts.batched_wakeups
 									     ? s->opts.sideband_size / 4
 									     : 0,
 						     .on_mapping = on_sideband_mapping,
