@@ -127,6 +127,45 @@ struct {
 const volatile bool track_maps = false;
 /* The generation counter shared by every process: gens only rise. */
 __u64 map_gen_seq = 0; /* 64-bit: clang 14 has no 32-bit fetch-and-add for BPF v1 */
+/* Bumped after every store to mapgens (here and by the loader): a CPU's
+ * cached gen (gen_cache) is good while it has not moved. */
+__u64 map_gen_epoch = 0;
+
+/* The gen this CPU looked up last: a CPU sampling one process again and
+ * again reads it without a hash lookup. The epoch is read before the
+ * lookup and a writer bumps it after its store, so a cached gen older
+ * than a store is never taken for current. */
+struct gen_cache {
+	__u64 epoch;
+	__u32 pid;
+	__u32 gen;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen_cache);
+} gen_cache SEC(".maps");
+
+static __always_inline __u32 map_gen_of(__u32 pid)
+{
+	__u64 epoch = *(volatile __u64 *)&map_gen_epoch;
+	struct gen_cache *c;
+	__u32 zero = 0, *gen, g;
+
+	c = bpf_map_lookup_elem(&gen_cache, &zero);
+	if (c && c->pid == pid && c->epoch == epoch)
+		return c->gen;
+	gen = bpf_map_lookup_elem(&mapgens, &pid);
+	g = gen ? *gen : 0;
+	if (c) {
+		c->epoch = epoch;
+		c->pid = pid;
+		c->gen = g;
+	}
+	return g;
+}
 
 /* The tgids or tids selected by -p/-t/-- command, each with a enum
  * bpfs_filter_state. */
@@ -174,7 +213,7 @@ struct ustack {
 	 * and the last row found with the addresses it covers. */
 	__u32 reason;
 	__u32 row_ok;
-	__s32 map_idx;	/* the last mapping found, -1: none yet */
+	__s32 map_idx;	/* the last mapping found, -1: none; kept across walks */
 	__s32 map_prev; /* the one found before it */
 	__u64 row_lo, row_hi;
 	struct bpfs_unwind_row row;
@@ -638,8 +677,12 @@ static __always_inline void walk_from(struct ustack *st, __u64 ip, __u64 fp, __u
 	st->limited = 0;
 	st->reason = 0;
 	st->row_ok = 0;
-	st->map_idx = -1;
-	st->map_prev = -1;
+	/* map_idx and map_prev are kept from the last walk in this scratch:
+	 * a mapping index is only a guess, used once the address is checked
+	 * to lie inside that mapping of the walked process, so a guess left
+	 * by another process (or another version of this one's mappings)
+	 * costs a search, never a wrong answer. A CPU sampling one process
+	 * again and again finds its mappings without a search. */
 }
 
 /* Completion at return to user space: the thread's own context, where
@@ -960,11 +1003,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.tid = tid;
 	key.event = ev;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	if (track_maps) {
-		__u32 *gen = bpf_map_lookup_elem(&mapgens, &pid);
-
-		key.map_gen = gen ? *gen : 0;
-	}
+	if (track_maps)
+		key.map_gen = map_gen_of(pid);
 	announce_process(&key);
 	if (CUT(2))
 		return 0;
@@ -1038,6 +1078,7 @@ static __always_inline void send_exec(__u32 pid, __u64 mm)
 	void *ring;
 
 	bpf_map_update_elem(&mapgens, &pid, &gen, BPF_ANY);
+	__sync_fetch_and_add(&map_gen_epoch, 1);
 	ring = this_ring();
 	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_MAP);
 	if (!rec) {

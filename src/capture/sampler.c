@@ -333,6 +333,8 @@ static void on_sideband_mapping(void *ctx, const struct sideband_mapping *m)
 	if (bpf_map__update_elem(s->skel->maps.mapgens, &pid, sizeof(pid), &gen, sizeof(gen),
 				 BPF_ANY))
 		s->mapgens_failed++;
+	/* after the store: CPUs drop the gens they cached (gen_cache) */
+	__atomic_add_fetch(&s->skel->bss->map_gen_epoch, 1, __ATOMIC_SEQ_CST);
 	s->opts.on_mapping(s->opts.map_ctx, m, gen);
 }
 
