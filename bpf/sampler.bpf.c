@@ -550,9 +550,13 @@ static __always_inline __u32 read_window_sleepable(struct uwin *win, __u64 fp)
 	return 0;
 }
 
+/* A user stack walk's state for bpf_loop's callbacks: the tables and the
+ * row cache are for the walk through unwind tables (unwind.bpf.h). */
 struct walk {
 	struct ustack *st;
 	struct uwin *win;
+	const struct bpfs_unwind_proc *proc; /* NULL: frame pointers */
+	struct urow_cache *cache;
 };
 
 /* One frame per call, from bpf_loop: the verifier checks the body once
@@ -736,10 +740,7 @@ static int complete_walk(struct bpf_map *map, void *key, void *value)
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	walk_from(&cw->st, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, bp),
 		  BPF_CORE_READ(regs, sp), max_depth);
-	if (proc)
-		unwind_walk(&cw->st, &cw->win, proc, true);
-	else
-		bpf_loop(BPFS_MAX_USER_DEPTH / WALK_PER_CALL, walk_frame_sleepable, &w, 0);
+	user_walk(&w, proc, true);
 	if (!proc)
 		cw->st.reason |= BPFS_F_USTACK_UNCHECKED;
 	ring = this_ring();
@@ -823,10 +824,7 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 		/* direct BTF loads, not a helper call per field */
 		walk_from(st, regs->ip, regs->bp, regs->sp, use_task_work ? irq_depth : max_depth);
 	}
-	if (proc)
-		unwind_walk(st, w.win, proc, false);
-	else
-		bpf_loop(BPFS_MAX_USER_DEPTH / WALK_PER_CALL, walk_frame, &w, 0);
+	user_walk(&w, proc, false);
 	if (CUT(4))
 		return false;
 	/* Tables are used but this process's are not loaded yet (its first

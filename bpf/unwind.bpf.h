@@ -336,27 +336,6 @@ static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
 	return 0;
 }
 
-struct unwind_walk {
-	struct ustack *st;
-	struct uwin *win;
-	const struct bpfs_unwind_proc *proc;
-	struct urow_cache *cache;
-};
-
-static long unwind_frame(__u64 i, void *data)
-{
-	struct unwind_walk *w = data;
-
-	return unwind_step(w->st, w->win, w->proc, w->cache, false);
-}
-
-static long unwind_frame_sleepable(__u64 i, void *data)
-{
-	struct unwind_walk *w = data;
-
-	return unwind_step(w->st, w->win, w->proc, NULL, true);
-}
-
 /* The process's unwind tables, when they are used and loaded. */
 static __always_inline const struct bpfs_unwind_proc *unwind_proc(__u32 pid)
 {
@@ -365,19 +344,45 @@ static __always_inline const struct bpfs_unwind_proc *unwind_proc(__u32 pid)
 	return bpf_map_lookup_elem(&unwind_procs, &pid);
 }
 
-/* Walks st (set up by walk_from) through the tables of proc. */
-static __always_inline void unwind_walk(struct ustack *st, struct uwin *win,
-					const struct bpfs_unwind_proc *proc, bool sleepable)
+/* One step of either walk: through the tables when the process has them,
+ * else frame pointers (WALK_PER_CALL frames a call). One callback for both,
+ * called from one bpf_loop: the verifier inlines a bpf_loop only when its
+ * call site always gets the same callback, and clang merges two calls that
+ * differ only in it into one site (the walk then paid the helper's
+ * indirect call per frame). */
+static long user_frame(__u64 i, void *data)
 {
-	struct unwind_walk w = { .st = st, .win = win, .proc = proc };
-	__u32 zero = 0;
+	struct walk *w = data;
 
-	if (!sleepable)
-		w.cache = bpf_map_lookup_elem(&unwind_cache, &zero);
+	if (w->proc)
+		return unwind_step(w->st, w->win, w->proc, w->cache, false);
+	return walk_frame(i, data);
+}
+
+static long user_frame_sleepable(__u64 i, void *data)
+{
+	struct walk *w = data;
+
+	if (w->proc)
+		return unwind_step(w->st, w->win, w->proc, NULL, true);
+	return walk_frame_sleepable(i, data);
+}
+
+/* Walks w->st (set up by walk_from) through the tables of proc, or through
+ * frame pointers when proc is NULL. The row cache is the interrupt's only:
+ * the sleepable completion does not use it, since an interrupt on its CPU
+ * could rewrite a slot it is reading. */
+static __always_inline void user_walk(struct walk *w, const struct bpfs_unwind_proc *proc,
+				      bool sleepable)
+{
+	__u32 zero = 0, n = proc ? BPFS_MAX_USER_DEPTH : BPFS_MAX_USER_DEPTH / WALK_PER_CALL;
+
+	w->proc = proc;
+	w->cache = proc && !sleepable ? bpf_map_lookup_elem(&unwind_cache, &zero) : NULL;
 	if (sleepable)
-		bpf_loop(BPFS_MAX_USER_DEPTH, unwind_frame_sleepable, &w, 0);
+		bpf_loop(n, user_frame_sleepable, w, 0);
 	else
-		bpf_loop(BPFS_MAX_USER_DEPTH, unwind_frame, &w, 0);
+		bpf_loop(n, user_frame, w, 0);
 }
 
 #endif
