@@ -148,6 +148,11 @@ struct {
 	__type(value, struct gen_cache);
 } gen_cache SEC(".maps");
 
+/* Segments stored in `stacks` so far: the loader empties the map, keeping
+ * what it holds, before it fills (sampler__clear_stacks). Only new
+ * segments add to it, not samples. */
+__u64 stacks_stored = 0;
+
 static __always_inline __u32 map_gen_of(__u32 pid)
 {
 	__u64 epoch = *(volatile __u64 *)&map_gen_epoch;
@@ -464,6 +469,7 @@ __noinline __u64 store_segment(const struct bpfs_stack *s, __u64 seed, bool in_s
 		if (!old) {
 			err = bpf_map_update_elem(&stacks, &id, s, BPF_NOEXIST);
 			if (!err) {
+				__sync_fetch_and_add(&stacks_stored, 1);
 				if (mode == BPFS_MODE_STREAM)
 					send_segment(id, s);
 				return id;

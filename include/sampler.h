@@ -128,10 +128,16 @@ int sampler__final_seqs(struct sampler *s, uint64_t *seqs, int nr);
 int sampler__nr_rings(const struct sampler *s);
 /* -ENOENT when id is not in the stacks map. */
 int sampler__read_stack(struct sampler *s, uint64_t id, struct bpfs_stack *out);
-/* Empties the stacks map while sampling (a window closed): BPF stores, and
- * in stream mode sends, each segment again the next time it is seen, so
- * the map never fills on a long run. */
-int sampler__clear_stacks(struct sampler *s, size_t *cleared);
+/* A segment taken out of the stacks map (sampler__clear_stacks). */
+typedef int (*sampler_stack_fn)(void *ctx, uint64_t id, const struct bpfs_stack *seg);
+/* Segments stored in the stacks map since the start (BPF's count). */
+uint64_t sampler__stacks_stored(const struct sampler *s);
+/* Empties the stacks map while sampling (a window closed, or the map half
+ * full): BPF stores, and in stream mode sends, each segment again the next
+ * time it is seen, so the map never fills on a long run. Each segment
+ * taken out is handed to keep first (may be NULL), so a sample counted in
+ * the kernel or sent before still finds its stack. */
+int sampler__clear_stacks(struct sampler *s, sampler_stack_fn keep, void *ctx, size_t *cleared);
 void sampler__free(struct sampler *s);
 
 #endif

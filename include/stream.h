@@ -56,6 +56,8 @@ struct stream_stats {
 	uint64_t completed;	/* pending samples they completed */
 	uint64_t never_completed; /* pending samples left at the end */
 	uint64_t segments_forgotten; /* stack segments dropped as windows closed */
+	uint64_t stacks_cleared;     /* times the BPF stacks map was emptied */
+	uint64_t segments_kept;	     /* segments taken from it and kept here */
 };
 
 /* The aggregation key of a sample record. */
@@ -88,6 +90,12 @@ void stream__seal(struct stream *st);
  * flat however many distinct stacks a long run sees.
  */
 int stream__next_window(struct stream *st, uint64_t next_end_ns);
+/* A segment taken out of the BPF stacks map as it is emptied (the
+ * sampler_stack_fn of sampler__clear_stacks; ctx is the stream): kept
+ * unless a record brought it since the last emptying, so the samples that
+ * name it (counted in the kernel, or whose stack record was lost) find it
+ * here. */
+int stream__keep_segment(void *st, uint64_t id, const struct bpfs_stack *seg);
 /* The BPF stacks map was emptied (sampler__clear_stacks): a segment sent
  * from now on under an id already known replaces it. */
 void stream__stacks_cleared(struct stream *st);

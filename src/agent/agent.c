@@ -334,7 +334,7 @@ static void forget_process(void *ctx, int pid)
 static int clear_stacks(struct agent *a)
 {
 	size_t cleared;
-	int err = sampler__clear_stacks(a->s, &cleared);
+	int err = sampler__clear_stacks(a->s, stream__keep_segment, a->stream, &cleared);
 
 	stream__stacks_cleared(a->stream);
 	return err;

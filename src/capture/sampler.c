@@ -718,16 +718,21 @@ int sampler__read_stack(struct sampler *s, uint64_t id, struct bpfs_stack *out)
 	return bpf_map__lookup_elem(s->skel->maps.stacks, &id, sizeof(id), out, sizeof(*out), 0);
 }
 
-int sampler__clear_stacks(struct sampler *s, size_t *cleared)
+uint64_t sampler__stacks_stored(const struct sampler *s)
+{
+	return __atomic_load_n(&s->skel->bss->stacks_stored, __ATOMIC_RELAXED);
+}
+
+/* Without batch operations: keys first, then each segment read and
+ * deleted (deleting while walking with get_next_key restarts the walk). */
+static int clear_stacks_slow(struct sampler *s, sampler_stack_fn keep, void *ctx,
+			     size_t *cleared)
 {
 	int fd = bpf_map__fd(s->skel->maps.stacks), err = 0;
 	struct vec keys = VEC_INIT(__u64);
+	struct bpfs_stack seg;
 	__u64 *k, *prev = NULL;
 
-	/* Keys first, then deletes: deleting while walking with
-	 * get_next_key restarts the walk. Segments stored meanwhile stay:
-	 * they came in this window, and the loader knows them. */
-	*cleared = 0;
 	for (;;) {
 		k = vec__push(&keys);
 		if (!k) {
@@ -740,11 +745,65 @@ int sampler__clear_stacks(struct sampler *s, size_t *cleared)
 			break;
 		}
 	}
-	for (size_t i = 0; i < keys.nr; i++)
-		if (!bpf_map_delete_elem(fd, vec__at(&keys, i)))
+	for (size_t i = 0; i < keys.nr; i++) {
+		__u64 id = *(__u64 *)vec__at(&keys, i);
+
+		if (bpf_map_lookup_elem(fd, &id, &seg))
+			continue;
+		if (keep && !err)
+			err = keep(ctx, id, &seg);
+		if (!bpf_map_delete_elem(fd, &id))
 			(*cleared)++;
+	}
 	vec__free(&keys);
 	return err;
+}
+
+int sampler__clear_stacks(struct sampler *s, sampler_stack_fn keep, void *ctx, size_t *cleared)
+{
+	const __u32 chunk = 512;
+	int fd = bpf_map__fd(s->skel->maps.stacks), err = 0, kerr = 0;
+	struct bpfs_stack *vals = NULL;
+	__u64 *keys = NULL, batch;
+	bool first = true;
+
+	/* Read and deleted in one step per chunk, each bucket under its
+	 * lock: a segment stored meanwhile is either taken out (and kept)
+	 * or stays in the map, never deleted unread. */
+	*cleared = 0;
+	keys = calloc(chunk, sizeof(*keys));
+	vals = calloc(chunk, sizeof(*vals));
+	if (!keys || !vals) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		__u32 n = chunk;
+
+		err = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &batch, &batch, keys, vals,
+						      &n, NULL);
+		err = err ? -errno : 0;
+		for (__u32 i = 0; i < n && keep; i++)
+			if (!kerr)
+				kerr = keep(ctx, keys[i], &vals[i]);
+		*cleared += n;
+		if (err == -ENOENT) {
+			err = 0; /* the map's end */
+			break;
+		}
+		if (err) {
+			/* no batch operations here, or a bucket larger than a
+			 * chunk (ENOSPC): one segment at a time */
+			if (first || err == -ENOSPC)
+				err = clear_stacks_slow(s, keep, ctx, cleared);
+			break;
+		}
+		first = false;
+	}
+out:
+	free(keys);
+	free(vals);
+	return err ? err : kerr;
 }
 
 void sampler__free(struct sampler *s)

@@ -554,9 +554,34 @@ void stream__seal(struct stream *st)
 	st->sealed = true;
 }
 
+int stream__keep_segment(void *ctx, uint64_t id, const struct bpfs_stack *s)
+{
+	struct stream *st = ctx;
+	struct segment *known, *seg;
+
+	if (!id || s->nr > BPFS_SEG_FRAMES) {
+		st->stats.malformed++;
+		return 0;
+	}
+	known = hashmap__find(st->segments, (void *)(uintptr_t)id);
+	if (known && known->gen == st->gen)
+		return 0; /* a record brought it since the last emptying */
+	seg = segment__new(s, st->window, st->gen);
+	if (!seg)
+		return -ENOMEM;
+	if (hashmap__set(st->segments, (void *)(uintptr_t)id, seg, NULL)) {
+		free(seg);
+		return -ENOMEM;
+	}
+	free(known);
+	st->stats.segments_kept++;
+	return 0;
+}
+
 void stream__stacks_cleared(struct stream *st)
 {
 	st->gen++;
+	st->stats.stacks_cleared++;
 	st->cleared_at = st->stats.stack_records;
 }
 

@@ -97,10 +97,53 @@ static int on_record(void *ctx, const void *data, size_t size)
 	return stream__handle(ctx, data, size);
 }
 
-/* Polls until the duration ends, a signal arrives or the command exits. */
-static void sample_loop(struct sampler *s, const struct opts *o, struct command *cmd,
-			struct symbolizer *sym, struct unwinder *uw)
+struct run {
+	const struct opts *o;
+	struct outputs *outs;
+	struct symbolizer *sym;
+	struct stream *stream;
+	struct sampler *s;
+	struct command *cmd;
+	struct unwinder *uw;	/* NULL with --unwind fp */
+	struct sampler_stats st;
+	struct report_stats rs; /* summed over events */
+	size_t lines;		/* folded lines, summed over events */
+	double t0;		/* CLOCK_MONOTONIC at the start of sampling */
+	long max_rate[2];	/* perf_event_max_sample_rate at start, at end */
+	uint64_t start_unix_ns;
+	uint64_t duration_ns;
+	double build_s, build_cpu_s; /* building the profiles: symbolizing */
+};
+
+/* Empties the BPF stacks map once half of it has been filled since it was
+ * last emptied, keeping its segments in the stream: a busy machine (a
+ * build: thousands of distinct compiler stacks a second) fills any map of
+ * a fixed size within seconds, and every sample after that would be lost. */
+static int keep_stacks_room(struct run *r, uint64_t *stored_at_clear)
 {
+	uint64_t stored = sampler__stacks_stored(r->s);
+	size_t cleared;
+	int err;
+
+	if ((stored - *stored_at_clear) * 2 < r->o->stack_entries)
+		return 0;
+	*stored_at_clear = stored;
+	err = sampler__clear_stacks(r->s, stream__keep_segment, r->stream, &cleared);
+	stream__stacks_cleared(r->stream);
+	if (err)
+		p_err("cannot empty the stacks map: %s", strerror(-err));
+	return err;
+}
+
+/* Polls until the duration ends, a signal arrives or the command exits. */
+static void sample_loop(struct run *r)
+{
+	const struct opts *o = r->o;
+	struct sampler *s = r->s;
+	struct command *cmd = r->cmd;
+	struct symbolizer *sym = r->sym;
+	struct unwinder *uw = r->uw;
+	uint64_t stored_at_clear = 0;
 	double deadline = o->duration > 0 ? now_s() + o->duration : 0;
 	double next_refresh = now_s() + 0.25;
 
@@ -118,7 +161,7 @@ static void sample_loop(struct sampler *s, const struct opts *o, struct command 
 			if (left * 1000 < timeout)
 				timeout = (int)(left * 1000) + 1;
 		}
-		if (sampler__poll(s, timeout) < 0)
+		if (sampler__poll(s, timeout) < 0 || keep_stacks_room(r, &stored_at_clear))
 			break;
 		symbolizer__read_announced(sym);
 		if (o->reader_delay_ms)
@@ -264,23 +307,6 @@ static uint64_t now_unix_ns(void)
 }
 
 /* One run: what options made, and what each step hands the next. */
-struct run {
-	const struct opts *o;
-	struct outputs *outs;
-	struct symbolizer *sym;
-	struct stream *stream;
-	struct sampler *s;
-	struct command *cmd;
-	struct unwinder *uw;	/* NULL with --unwind fp */
-	struct sampler_stats st;
-	struct report_stats rs; /* summed over events */
-	size_t lines;		/* folded lines, summed over events */
-	double t0;		/* CLOCK_MONOTONIC at the start of sampling */
-	long max_rate[2];	/* perf_event_max_sample_rate at start, at end */
-	uint64_t start_unix_ns;
-	uint64_t duration_ns;
-	double build_s, build_cpu_s; /* building the profiles: symbolizing */
-};
 
 static int write_profile(const struct run *r, const struct profile *p, size_t ev, size_t fm)
 {
@@ -599,7 +625,7 @@ static int run(const struct opts *o, struct outputs *outs)
 	r.start_unix_ns = now_unix_ns();
 	r.max_rate[0] = features__max_sample_rate();
 	sampling = 1;
-	sample_loop(r.s, o, r.cmd, r.sym, r.uw);
+	sample_loop(&r);
 	if (!exiting)
 		abort_msg = o->output ? "bpfsampler: interrupted after sampling: stopped at "
 					"once; the profile was not written\n"

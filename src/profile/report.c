@@ -543,6 +543,10 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 		fprintf(f, "  rings: %" PRIu64 " malformed records, %" PRIu64
 			" conflicting stack records, %" PRIu64 " records out of order\n",
 			ss->malformed, ss->conflicting_stacks, ss->reordered);
+	if (ss->stacks_cleared)
+		fprintf(f, "  stacks map: emptied %" PRIu64 " time%s while sampling, each time half "
+			"full, %" PRIu64 " segments kept by the loader\n", ss->stacks_cleared,
+			ss->stacks_cleared == 1 ? "" : "s", ss->segments_kept);
 	if (rs->stacks_missing)
 		fprintf(f, "  %" PRIu64 " stack ids were not found in the stacks map\n",
 			rs->stacks_missing);

@@ -52,28 +52,54 @@ all=$(grep -v '^\[lost\]' "$TMP/threads.folded" | awk -F';' '$1 ~ /^(worker-[0-9
 	pass "10,000 threads: $named threads seen by name, $work of $all samples in thread_work" ||
 	fail "10,000 threads: threads named, samples in thread_work" "$named named, $work of $all"
 
-# --- Distinct deep stacks fill a stacks map of 512: losses counted, memory
-# bounded (bpfsampler's own peak RSS, the workload apart).
-"$W/stackfan" 4 &
-wl=$!
-"$BPFS" -F 999 --stack-entries 512 -d 2.5 -p "$wl" -o "$TMP/fan.folded" 2>"$TMP/fan.folded.err" &
-b=$!
-hwm=0
-while kill -0 "$b" 2>/dev/null; do
-	h=$(peak_rss_kb "$b")
-	[ -n "$h" ] && hwm=$h
-	sleep 0.2
+# --- Distinct deep stacks, far more than a stacks map of 512 holds: the
+# loader empties the map whenever half of it has been filled, keeping the
+# segments, so nothing is lost and every sample keeps its whole stack;
+# memory bounded (bpfsampler's own peak RSS, the workload apart). Both
+# modes: aggregate samples name their stacks by id in the kernel's counts,
+# stream samples by records (or, where the record was lost, the map).
+for mode in aggregate stream; do
+	"$W/stackfan" 4 &
+	wl=$!
+	"$BPFS" -F 999 --stack-entries 512 --mode $mode -d 2.5 -p "$wl" -v \
+		-o "$TMP/fan-$mode.folded" 2>"$TMP/fan-$mode.folded.err" &
+	b=$!
+	hwm=0
+	while kill -0 "$b" 2>/dev/null; do
+		h=$(peak_rss_kb "$b")
+		[ -n "$h" ] && hwm=$h
+		sleep 0.2
+	done
+	wait "$b" || fail "stacks map of 512 ($mode): bpfsampler failed" "$(cat "$TMP/fan-$mode.folded.err")"
+	wait "$wl"
+	f=$TMP/fan-$mode.folded
+	identity "stacks map of 512 ($mode)" "$f"
+	emptied=$(sed -n 's/.*stacks map: emptied \([0-9]*\) time.*/\1/p' "$f.err")
+	lost=$(awk '/^\[lost\]/ { s += $NF } END { print s + 0 }' "$f")
+	fan=$(samples_with "$f" fan_leaf)
+	# whole: main, then the 24 levels of fan;fan_K, then the leaf
+	whole=$(samples_matching "$f" ';main;(fan;fan_[0-3];){24}fan;fan_leaf$')
+	distinct=$(grep -c 'fan_leaf ' "$f")
+	[ "${emptied:-0}" -ge 2 ] && [ "$lost" = 0 ] && [ "$distinct" -gt 1024 ] &&
+		[ "$fan" -gt 1000 ] && [ "$whole" -ge $((fan * 95 / 100)) ] &&
+		pass "stacks map of 512 ($mode): emptied $emptied times, $distinct distinct stacks, none lost, $whole of $fan whole" ||
+		fail "stacks map of 512 ($mode): emptied, nothing lost, stacks whole" \
+			"emptied ${emptied:-0}, lost $lost, distinct $distinct, whole $whole of $fan; $(grep -E 'lost|stacks map' "$f.err")"
+	[ "$hwm" -gt 0 ] && [ "$hwm" -lt $((96 * 1024)) ] &&
+		pass "stacks map of 512 ($mode): bpfsampler peaked at $((hwm / 1024)) MB (bound 96)" ||
+		fail "stacks map of 512 ($mode): bpfsampler's memory bounded" "VmHWM $hwm kB"
 done
-wait "$b" || fail "stacks map full: bpfsampler failed" "$(cat "$TMP/fan.folded.err")"
-wait "$wl"
-identity "stacks map full" "$TMP/fan.folded"
-full=$(awk '/^\[lost\];\[stacks map full\] / { print $NF }' "$TMP/fan.folded")
-[ "${full:-0}" -gt 500 ] && grep -q -- '--stack-entries' "$TMP/fan.folded.err" &&
+
+# --- The same map filled faster than the loader empties it (it sleeps a
+# second after each drain): the samples that found it full are lost,
+# counted as such, and the summary says what to raise.
+profile "$TMP/fanfull.folded" -F 999 --stack-entries 512 --debug-reader-delay 1000 -d 2.5 -- "$W/stackfan" 3 ||
+	fail "stacks map full: bpfsampler failed" "$(cat "$TMP/fanfull.folded.err")"
+identity "stacks map full" "$TMP/fanfull.folded"
+full=$(awk '/^\[lost\];\[stacks map full\] / { print $NF }' "$TMP/fanfull.folded")
+[ "${full:-0}" -gt 500 ] && grep -q -- '--stack-entries' "$TMP/fanfull.folded.err" &&
 	pass "stacks map full: $full samples lost as such, the summary says what to raise" ||
-	fail "stacks map full: losses counted and explained" "$(cat "$TMP/fan.folded.err")"
-[ "$hwm" -gt 0 ] && [ "$hwm" -lt $((96 * 1024)) ] &&
-	pass "stacks map full: bpfsampler peaked at $((hwm / 1024)) MB (bound 96)" ||
-	fail "stacks map full: bpfsampler's memory bounded" "VmHWM $hwm kB"
+	fail "stacks map full: losses counted and explained" "$(cat "$TMP/fanfull.folded.err")"
 
 # --- Frame pointers that are not: the walk stops within a frame or two,
 # never loops, never reads the kernel, never invents frames. (The frame

@@ -185,6 +185,42 @@ static void test_duplicates(void)
 	stream__free(st);
 }
 
+/* The BPF stacks map emptied while sampling (sampler__clear_stacks): what
+ * it held is kept, unless a record brought the same id since the last
+ * emptying; after an emptying, the map's segment replaces an older copy. */
+static void test_keep_segments_of_emptied_map(void)
+{
+	struct stream *st = new_stream(false);
+	struct stream_stats ss;
+	uint64_t ips[16];
+	bool missing;
+	size_t n;
+
+	/* 9 came as a record; 8 never did (aggregate mode, or lost) */
+	stream__handle(st, stack_rec(0, 1, 9, 0, 2, 0x900), sizeof(struct bpfs_rec_stack));
+	CHECK(stream__keep_segment(st, 9, &stack_rec(0, 0, 9, 0, 2, 0x999)->seg) == 0, "keep 9");
+	CHECK(stream__keep_segment(st, 8, &stack_rec(0, 0, 8, 9, 3, 0x800)->seg) == 0, "keep 8");
+	stream__stacks_cleared(st);
+	n = stream__unwind(st, 8, fallback_none, NULL, ips, 16, &missing);
+	CHECK(n == 5 && !missing && ips[0] == 0x800 && ips[3] == 0x900,
+	      "kept segment found with its parent, no fallback: n %zu", n);
+	stream__stats(st, &ss);
+	CHECK(ss.stacks_cleared == 1 && ss.segments_kept == 1, "cleared %llu kept %llu",
+	      (unsigned long long)ss.stacks_cleared, (unsigned long long)ss.segments_kept);
+	/* after the emptying, the map's 9 is the current one */
+	CHECK(stream__keep_segment(st, 9, &stack_rec(0, 0, 9, 0, 1, 0x990)->seg) == 0, "keep 9 again");
+	n = stream__unwind(st, 9, fallback_none, NULL, ips, 16, &missing);
+	CHECK(n == 1 && ips[0] == 0x990, "newer copy replaces the older: n %zu", n);
+	/* malformed ids and sizes are counted, not kept */
+	struct bpfs_stack bad = { .nr = BPFS_SEG_FRAMES + 1 };
+	CHECK(stream__keep_segment(st, 0, &bad) == 0 && stream__keep_segment(st, 4, &bad) == 0,
+	      "malformed refused");
+	stream__stats(st, &ss);
+	CHECK(ss.malformed == 2 && ss.segments_kept == 2, "malformed %llu",
+	      (unsigned long long)ss.malformed);
+	stream__free(st);
+}
+
 static void test_truncated_and_unknown(void)
 {
 	struct stream *st = new_stream(true);
@@ -272,6 +308,7 @@ int main(void)
 	RUN(test_stack_before_and_after);
 	RUN(test_lost_stack_record);
 	RUN(test_duplicates);
+	RUN(test_keep_segments_of_emptied_map);
 	RUN(test_truncated_and_unknown);
 	RUN(test_segments_and_cycles);
 	RUN(test_aggregation_and_order);
