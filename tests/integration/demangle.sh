@@ -64,6 +64,62 @@ n=$(samples_matching "$TMP/rsraw.folded" 'rustwork::')
 [ "$n" -eq 0 ] && pass "Rust --no-demangle: no demangled name" ||
 	fail "Rust --no-demangle: no demangled name" "$(grep -m3 rustwork:: "$TMP/rsraw.folded")"
 
+# Rust v0 mangling (_RNvNtCs<hash>_8rustwork3geo5relax): demangled the same,
+# without the crate hash.
+if [ ! -x "$W/rustwork-v0" ]; then
+	skip "Rust v0" "$W/rustwork-v0 not built: no rustc (tools/install-deps.sh installs rustc)"
+else
+	profile "$TMP/v0.folded" -F 999 -- "$W/rustwork-v0" 1.5 ||
+		fail "rustwork-v0 run" "$(cat "$TMP/v0.folded.err")"
+	at_least "Rust v0: rustwork::geo::relax" "$(share "$TMP/v0.folded" rustwork-v0 rustwork::geo::relax)" 0.35
+	at_least "Rust v0: rustwork::geo::deep::smooth" \
+		"$(share "$TMP/v0.folded" rustwork-v0 rustwork::geo::deep::smooth)" 0.35
+	n=$(samples_matching "$TMP/v0.folded" '(^|;)_R')
+	[ "$n" -eq 0 ] && pass "Rust v0: no mangled name left" ||
+		fail "Rust v0: no mangled name left" "$(grep -m3 -E '(^|;)_R' "$TMP/v0.folded")"
+	profile "$TMP/v0raw.folded" -F 999 --no-demangle -- "$W/rustwork-v0" 1.5 ||
+		fail "rustwork-v0 --no-demangle run" "$(cat "$TMP/v0raw.folded.err")"
+	n=$(samples_matching "$TMP/v0raw.folded" ';_RNvNtCs[0-9A-Za-z]+_8rustwork3geo5relax$')
+	[ "$n" -gt 300 ] && pass "Rust v0 --no-demangle: _RNvNtCs..._8rustwork3geo5relax ($n)" ||
+		fail "Rust v0 --no-demangle: _RNvNtCs..._8rustwork3geo5relax" \
+			"$n: $(grep -m3 relax "$TMP/v0raw.folded")"
+fi
+
+# pprof carries both names: go tool pprof -raw prints a function as
+# "name file:line s=N(system_name)", the parenthesis only when system_name
+# differs from name. With --no-demangle both are the mangled name.
+pprof_names() {
+	local raw rawnd
+	profile "$TMP/cxx.pb.gz" -F 999 --format pprof -- "$W/cxxwork" 1 ||
+		{ fail "cxxwork --format pprof run" "$(cat "$TMP/cxx.pb.gz.err")"; return; }
+	profile "$TMP/cxxnd.pb.gz" -F 999 --format pprof --no-demangle -- "$W/cxxwork" 1 ||
+		{ fail "cxxwork --format pprof --no-demangle run" "$(cat "$TMP/cxxnd.pb.gz.err")"; return; }
+	mkdir -p "$TMP/home"
+	raw=$(gopprof -raw "$TMP/cxx.pb.gz") && rawnd=$(gopprof -raw "$TMP/cxxnd.pb.gz") ||
+		{ fail "pprof: go tool pprof -raw of cxxwork" "$(cat "$TMP/gopprof.err")"; return; }
+	raw=$(sed -n '/^Locations/,/^Mappings/p' <<<"$raw")
+	rawnd=$(sed -n '/^Locations/,/^Mappings/p' <<<"$rawnd")
+	grep -qF "$RELAX " <<<"$raw" && grep -F "$RELAX " <<<"$raw" | grep -q '(_ZN3geo4GridIdE5relaxEi)$' &&
+		grep -F "$LAMBDA " <<<"$raw" | grep -q '(_ZZN4work5churnEiENKUliE_clEi)$' &&
+		pass "pprof: name demangled, system_name mangled" ||
+		fail "pprof: name demangled, system_name mangled" "$(grep -E 'relax|churn' <<<"$raw" | head -4)"
+	grep -qE ' _ZN3geo4GridIdE5relaxEi [^ ]*:[0-9]+ s=[0-9]+$' <<<"$rawnd" &&
+		grep -qE ' _ZZN4work5churnEiENKUliE_clEi [^ ]*:[0-9]+ s=[0-9]+$' <<<"$rawnd" &&
+		! grep -qE 'geo::|work::' <<<"$rawnd" &&
+		pass "pprof --no-demangle: the mangled name is the name" ||
+		fail "pprof --no-demangle: the mangled name is the name" "$(grep -E 'relax|churn' <<<"$rawnd" | head -4)"
+}
+# Offline, a HOME and caches of its own, as formats.sh.
+gopprof() {
+	HOME=$TMP/home GOCACHE=$TMP/gocache GOPROXY=off PPROF_TMPDIR=$TMP \
+		timeout 60 go tool pprof -symbolize=none "$@" 2>"$TMP/gopprof.err"
+}
+if command -v go >/dev/null; then
+	pprof_names
+else
+	skip "pprof names" "go tool pprof not installed (tools/install-deps.sh installs golang-go)"
+fi
+
 # --format top shows the same names: the two burning functions lead.
 profile "$TMP/cxx.top" -F 999 --format top --top 5 -- "$W/cxxwork" 1 ||
 	fail "cxxwork --format top run" "$(cat "$TMP/cxx.top.err")"
