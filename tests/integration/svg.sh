@@ -117,8 +117,27 @@ for (var i = 0; i < gs.length; i++) {
 	if (named(gs[i], "run_shares") && (!rs || w(gs[i]) > w(rs))) rs = gs[i];
 	if (named(gs[i], "share_fn_10") && (!fn10 || w(gs[i]) > w(fn10))) fn10 = gs[i];
 }
+function fill(g) { return g.querySelector("rect").getAttribute("fill"); }
+// hit: frames whose name matches and are magenta; miss: frames that do not
+// match and have kept the fill they were written with.
+function painted(re) {
+	var hit = 0, miss = 0, bad = 0;
+	for (var i = 0; i < gs.length; i++) {
+		var t = gs[i].querySelector("title").textContent, m = re.test(t.slice(0, t.lastIndexOf(" (")));
+		var magenta = fill(gs[i]) === "rgb(230,0,230)";
+		if (m && magenta) hit++;
+		else if (!m && fill(gs[i]) === fills[i]) miss++;
+		else bad++;
+	}
+	return hit + "/" + miss + "/" + bad;
+}
+var fills = [];
+for (var i = 0; i < gs.length; i++) fills.push(fill(gs[i]));
 o.pct = search("share_fn").toFixed(2);
 o.matched = document.getElementById("matched").textContent;
+o.painted = painted(/share_fn/);
+o.fn10_fill = fill(fn10);
+o.rs_fill = fill(rs) === fills[Array.prototype.indexOf.call(gs, rs)] ? "kept" : fill(rs);
 rs.querySelector("rect").dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
 o.status = document.getElementById("status").textContent;
 rs.querySelector("rect").dispatchEvent(new MouseEvent("click", { bubbles: true }));
@@ -127,6 +146,8 @@ o.fn10 = fn10.querySelector("rect").getAttribute("width");
 o.root = gs[0].querySelector("rect").getAttribute("width");
 reset();
 o.fn10_after = fn10.querySelector("rect").getAttribute("width");
+o.painted_after = painted(/^$/);
+o.matched_after = document.getElementById("matched").textContent;
 document.getElementById("out").textContent = JSON.stringify(o);
 </script></body></html>
 EOF
@@ -145,9 +166,22 @@ else
 	within "svg: search matched % = share_fn samples from data-v" "$(js pct)" "$expect_pct" 0.011
 	case $(js matched) in "Matched: $(js pct)%"*) pass "svg: matched % shown" ;;
 	*) fail "svg: matched % shown" "$(js matched)" ;; esac
-	case $(js status) in "run_shares ($(commas "$rs_v") samples, "*)
-		pass "svg: hover shows name and samples" ;;
-	*) fail "svg: hover shows name and samples" "$(js status)" ;; esac
+	rs_pct=$(awk -v a="$rs_v" -v t="$root" 'BEGIN { printf "%.2f", 100 * a / t }')
+	[ "$(js status)" = "run_shares ($(commas "$rs_v") samples, $rs_pct%)" ] &&
+		pass "svg: hover shows name, samples and %" ||
+		fail "svg: hover shows name, samples and %" \
+			"'$(js status)', want 'run_shares ($(commas "$rs_v") samples, $rs_pct%)'"
+	# painted: matching frames magenta / others as written / neither
+	IFS=/ read -r hit kept_fill badfill <<<"$(js painted)"
+	[ "${hit:-0}" -ge 10 ] && [ "${kept_fill:-0}" -gt 0 ] && [ "$badfill" = 0 ] &&
+		[ "$(js fn10_fill)" = "rgb(230,0,230)" ] && [ "$(js rs_fill)" = kept ] &&
+		pass "svg: search paints the $hit matches magenta, the rest as they were" ||
+		fail "svg: search paints matches magenta" "painted $(js painted), share_fn_10 $(js fn10_fill), run_shares $(js rs_fill)"
+	IFS=/ read -r hit kept_fill badfill <<<"$(js painted_after)"
+	[ "$hit" = 0 ] && [ "$badfill" = 0 ] && [ "$kept_fill" -eq "$(wc -l <"$TMP/frames")" ] &&
+		[ "$(js matched_after)" = " " ] &&
+		pass "svg: reset restores every frame's colour and clears Matched" ||
+		fail "svg: reset restores every frame's colour" "$(js painted_after), matched '$(js matched_after)'"
 	within "svg: zoomed frame takes the full width" "$(js zoomed)" 1180 0.01
 	within "svg: ancestors span the full width" "$(js root)" 1180 0.01
 	within "svg: zoomed child widens by the same factor" "$(js fn10)" \
