@@ -26,6 +26,8 @@ at_least() {
 RELAX='geo::Grid<double>::relax(int)'
 CHURN='work::churn(int)'
 LAMBDA='work::churn(int)::{lambda(int)#1}::operator()(int) const'
+# the longname workload's function, as nm -C (libiberty too) demangles it
+LONG=$(nm -C "$W/longname" | awk '/ spin_long</ { sub(/^[0-9a-f]+ [A-Za-z] /, ""); print }')
 
 profile "$TMP/cxx.folded" -F 999 -- "$W/cxxwork" 1.5 || fail "cxxwork run" "$(cat "$TMP/cxx.folded.err")"
 at_least "C++: class template method demangled" "$(share "$TMP/cxx.folded" cxxwork "$RELAX")" 0.35
@@ -108,6 +110,13 @@ pprof_names() {
 		! grep -qE 'geo::|work::' <<<"$rawnd" &&
 		pass "pprof --no-demangle: the mangled name is the name" ||
 		fail "pprof --no-demangle: the mangled name is the name" "$(grep -E 'relax|churn' <<<"$rawnd" | head -4)"
+	profile "$TMP/long.pb.gz" -F 999 --format pprof -- "$W/longname" 1 ||
+		{ fail "longname --format pprof run" "$(cat "$TMP/long.pb.gz.err")"; return; }
+	raw=$(gopprof -raw "$TMP/long.pb.gz") ||
+		{ fail "pprof: go tool pprof -raw of longname" "$(cat "$TMP/gopprof.err")"; return; }
+	[ "${#LONG}" -gt 3000 ] && grep -F -- " $LONG " <<<"$raw" | grep -qE '[(]_Z9spin_long[A-Za-z0-9_]+[)]$' &&
+		pass "pprof: a ${#LONG}-character name whole, with its system_name" ||
+		fail "pprof: a ${#LONG}-character name whole" "$(grep -o 'spin_long.\{0,80\}' <<<"$raw" | head -2)"
 }
 # Offline, a HOME and caches of its own, as formats.sh.
 gopprof() {
@@ -118,6 +127,30 @@ if command -v go >/dev/null; then
 	pprof_names
 else
 	skip "pprof names" "go tool pprof not installed (tools/install-deps.sh installs golang-go)"
+fi
+
+# Long names stay whole: a 4360-character demangled template name (the
+# longname workload) in folded, samples, top and pprof; the SVG's tooltip
+# (and title) keep its first 400 characters, then "..".
+if profile "$TMP/long.%f" -F 999 --format folded,samples,top,svg -- "$W/longname" 1; then
+	[ "${#LONG}" -gt 3000 ] && [ "$(samples_with "$TMP/long.folded" "$LONG")" -gt 300 ] &&
+		pass "long name: whole in folded (${#LONG} characters)" ||
+		fail "long name: whole in folded (${#LONG} characters)" "$(grep -m1 -o 'spin_long.\{0,80\}' "$TMP/long.folded")"
+	n=$(grep -cF -- ";$LONG" "$TMP/long.samples")
+	[ "$n" -gt 300 ] && pass "long name: whole in samples ($n lines)" ||
+		fail "long name: whole in samples" "$n lines: $(grep -m1 -o 'spin_long.\{0,80\}' "$TMP/long.samples")"
+	grep -qF -- "  $LONG" "$TMP/long.top" && pass "long name: whole in top" ||
+		fail "long name: whole in top" "$(grep -o 'spin_long.\{0,80\}' "$TMP/long.top")"
+	python3 - "$TMP/long.svg" "$LONG" <<'EOF' && pass "long name: svg tooltip is its first 400 characters and .." ||
+import sys, xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+want = sys.argv[2][:400] + ".. ("
+titles = [t.text for t in ET.parse(sys.argv[1]).getroot().iter(NS + "title")]
+sys.exit(not any(t.startswith(want) for t in titles))
+EOF
+		fail "long name: svg tooltip is its first 400 characters and .." "$(grep -m1 -o 'spin_long.\{0,80\}' "$TMP/long.svg")"
+else
+	fail "longname run" "$(cat "$TMP/long.%f.err")"
 fi
 
 # --format top shows the same names: the two burning functions lead.

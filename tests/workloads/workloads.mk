@@ -14,7 +14,7 @@ WL_DEPFLAGS = -MMD -MP -MF $@.d
 WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recurse \
 	libwork.so uselib syscalls cache branch fork_short cpuburn jit \
 	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock bpf_spin \
-	churn churn_child cxxwork rustwork rustwork-v0 forkstorm stackfan badfp inlined swevents \
+	churn churn_child cxxwork longname rustwork rustwork-v0 forkstorm stackfan badfp inlined swevents \
 	getppid_loop mapstorm nofp nofp-stripped dfchain dfchain-stripped \
 	libbenchhold.so ehframe_build)
 # C++ and Rust names for the demangling tests. g++ at -O1 with frame
@@ -78,6 +78,10 @@ $(WL_OUT)/shares-stripped: $(WL_OUT)/shares
 	$(Q)strip --strip-all -o $@ $<
 
 $(WL_OUT)/cxxwork: $(WL_SRC)/cxxwork.cpp $(WL_MK) | $(WL_OUT)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(WL_CXXFLAGS) $(WL_DEPFLAGS) $< -o $@
+
+$(WL_OUT)/longname: $(WL_SRC)/longname.cpp $(WL_MK) | $(WL_OUT)
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(WL_CXXFLAGS) $(WL_DEPFLAGS) $< -o $@
 
