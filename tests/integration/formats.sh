@@ -148,3 +148,29 @@ if command -v script >/dev/null; then
 	grep -q 'writes binary: give -o' <<<"$out" && pass "pprof: refused on a terminal without -o" ||
 		fail "pprof: refused on a terminal without -o" "$out"
 fi
+
+# --format top: 20 rows unless --top says otherwise. A system-wide second
+# (shares busy meanwhile) has more than 20 functions.
+# top_rows NAME FILE WANT: the header says "showing WANT of N" (N > WANT)
+# and WANT rows follow it.
+top_rows() {
+	local rows shown of
+	rows=$(grep -cE '^ +[0-9]+ +[0-9.]+% +[0-9.]+% +[0-9]+ +[0-9.]+%  ' "$2")
+	read -r shown of < <(sed -nE '1s/.*; showing ([0-9]+) of ([0-9]+) functions$/\1 \2/p' "$2")
+	[ "$rows" -eq "$3" ] && [ "${shown:-0}" -eq "$3" ] && [ "${of:-0}" -gt "$3" ] &&
+		pass "$1: $rows rows of $of functions" ||
+		fail "$1" "$rows rows, header: $(head -1 "$2")"
+}
+"$W/shares" 3 &
+sh=$!
+if profile "$TMP/sys.top" --format top -d 1; then
+	top_rows "top: 20 rows by default" "$TMP/sys.top" 20
+else
+	fail "top: system-wide run" "$(cat "$TMP/sys.top.err")"
+fi
+if profile "$TMP/sys5.top" --format top --top 5 -d 1; then
+	top_rows "top: --top 5 gives 5 rows" "$TMP/sys5.top" 5
+else
+	fail "top: --top 5 run" "$(cat "$TMP/sys5.top.err")"
+fi
+wait $sh
