@@ -20,16 +20,23 @@ struct pf_sample;
  * "[REASON]" for a lost sample), then the stack outermost first; kernel
  * frames get "_[k]" when annotate; with inlines, the functions inlined at
  * a frame follow it as "NAME (inline)", outermost first. kind[i] is frame
- * i's enum pf_kind, -1 for the comm. */
+ * i's enum pf_kind, -1 for the comm. Names are whole however long: v[i]
+ * is a string of the profile, or the name formatted in buf[i], or in
+ * long_name[i] when it does not fit there (freed by the next call and by
+ * folded_frames__free). Returns 0 or -ENOMEM. */
 #define FOLDED_MAX_FRAMES 1200
 struct folded_frames {
 	const char *v[FOLDED_MAX_FRAMES];
 	int kind[FOLDED_MAX_FRAMES];
 	size_t nr;
 	char buf[FOLDED_MAX_FRAMES][256];
+	char *long_name[FOLDED_MAX_FRAMES];
+	size_t nr_long; /* long_name[i] may be set for i < nr_long */
 };
-void folded__sample_frames(const struct profile *p, const struct pf_sample *s, bool annotate,
-			   bool inlines, struct folded_frames *out);
+struct folded_frames *folded_frames__new(void);
+void folded_frames__free(struct folded_frames *fr);
+int folded__sample_frames(const struct profile *p, const struct pf_sample *s, bool annotate,
+			  bool inlines, struct folded_frames *out);
 /* Every sample of p into f, by its default value. Returns 0 or -ENOMEM. */
 int folded__add_profile(struct folded *f, const struct profile *p, bool annotate, bool inlines);
 
@@ -40,7 +47,7 @@ void folded__free(struct folded *f);
  * becomes "[empty]". Returns 0 or -ENOMEM. */
 int folded__add(struct folded *f, const char *const *frames, size_t nr, uint64_t count);
 int folded__write(const struct folded *f, FILE *out);
-/* Writes frames joined by ';', sanitized as folded__add does. */
+/* Writes frames joined by ';', sanitized as folded__add does, whole. */
 void folded__put_frames(FILE *out, const char *const *frames, size_t nr);
 size_t folded__nr_lines(const struct folded *f);
 

@@ -173,9 +173,15 @@ const struct pf_sample *profile__sample(const struct profile *p, size_t i);
  * profile.
  */
 const char *profile__frame_name(const struct profile *p, uint32_t loc, char *buf, size_t size);
-/* A function inlined at a location, as --inline shows it: "NAME (inline)". */
-const char *profile__inline_name(const struct profile *p, const struct pf_line *l, char *buf,
-				 size_t size);
+/* A buf of this size holds whatever profile__frame_name formats: a kernel
+ * symbol (KSYM_NAME_LEN 512) and " [module]" (MODULE_NAME_LEN 56), or a
+ * file's basename (NAME_MAX 255) and "+0x" and 16 digits. Function names it
+ * returns from the profile's strings, whole however long. */
+#define PF_FRAME_NAME_BYTES 640
+/* A function inlined at a location, as --inline shows it: the function's
+ * name, whole, then PF_INLINE_SUFFIX. */
+#define PF_INLINE_SUFFIX " (inline)"
+const char *profile__inline_function(const struct profile *p, const struct pf_line *l);
 /* The value writers show for sample s: values[meta.default_type]. */
 int64_t profile__value(const struct profile *p, const struct pf_sample *s);
 /* Sum of the default value over all samples, lost ones included. */

@@ -17,7 +17,8 @@
 int samples__write_profile(const struct profile *p, const struct writer_opts *o, FILE *f)
 {
 	const char *event = profile__str(p, profile__meta_c(p)->event);
-	struct folded_frames *fr = malloc(sizeof(*fr));
+	struct folded_frames *fr = folded_frames__new();
+	int err = 0;
 
 	if (!fr)
 		return -ENOMEM;
@@ -26,14 +27,18 @@ int samples__write_profile(const struct profile *p, const struct writer_opts *o,
 
 		if (!s->time_ns)
 			continue;
-		folded__sample_frames(p, s, o->annotate, o->inlines, fr);
+		err = folded__sample_frames(p, s, o->annotate, o->inlines, fr);
+		if (err)
+			break;
 		fprintf(f, "%" PRIu64 ".%09" PRIu64 " %u %u %u %" PRId64 " %s ",
 			s->time_ns / 1000000000, s->time_ns % 1000000000, s->cpu, s->pid, s->tid,
 			s->values[REPORT_VALUE_PERIOD], event);
 		folded__put_frames(f, fr->v, fr->nr);
 		fputc('\n', f);
 	}
-	free(fr);
+	folded_frames__free(fr);
+	if (err)
+		return err;
 	if (fflush(f) || ferror(f))
 		return errno ? -errno : -EIO;
 	return 0;

@@ -39,8 +39,10 @@
 #define FONT_W (FONT_SIZE * 0.59) /* px, an average glyph of Verdana */
 #define MIN_WIDTH_PX 0.1
 #define MAX_FRAMES 30000
-/* Characters of a name written at most, longer ones end in "..": a bound
- * for --title; frame names are shorter (folded_frames keeps 255 bytes). */
+/* Characters of a name written at most, longer ones end in "..": the
+ * title, and a frame's tooltip (its label fits its width), so that one
+ * 3000-character C++ name does not weigh 3 KB in each frame it is in. The
+ * model and the other formats keep names whole. */
 #define NAME_BYTES 400
 
 /* What a frame is, for its colour: the location kinds and two more. */
@@ -146,7 +148,8 @@ static int add_sample(struct svg *s, const struct pf_sample *smp, struct folded_
 
 	if (v <= 0)
 		return 0;
-	folded__sample_frames(s->p, smp, false, s->o->inlines, fr);
+	if (folded__sample_frames(s->p, smp, false, s->o->inlines, fr))
+		return -ENOMEM;
 	node_at(s, 0)->value += v;
 	for (size_t i = 0; i < fr->nr; i++) {
 		/* fr->v[0] is the comm (kind -1), but in a lost sample */
@@ -162,18 +165,18 @@ static int add_sample(struct svg *s, const struct pf_sample *smp, struct folded_
 
 static int build(struct svg *s)
 {
-	struct folded_frames *fr = malloc(sizeof(*fr));
+	struct folded_frames *fr = folded_frames__new();
 	struct node *root = vec__push(&s->nodes);
 	int err = 0;
 
 	if (!fr || !root || intern(s, "all") != 0) {
-		free(fr);
+		folded_frames__free(fr);
 		return -ENOMEM;
 	}
 	root->kind = FK_ROOT;
 	for (size_t i = 0; i < profile__nr_samples(s->p) && !err; i++)
 		err = add_sample(s, profile__sample(s->p, i), fr);
-	free(fr);
+	folded_frames__free(fr);
 	return err;
 }
 

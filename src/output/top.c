@@ -58,7 +58,7 @@ static struct row *row_of(struct top *t, const char *name)
 /* The row of location loc: frame names are made once per location. */
 static struct row *row_of_loc(struct top *t, uint32_t loc)
 {
-	char buf[512];
+	char buf[PF_FRAME_NAME_BYTES];
 
 	if (!t->by_loc[loc])
 		t->by_loc[loc] = row_of(t, profile__frame_name(t->p, loc, buf, sizeof(buf)));
@@ -110,10 +110,18 @@ static int add_sample(struct top *t, const struct pf_sample *s, size_t idx)
 			inl = profile__inlines(t->p, profile__location(t->p, locs[i])->inlines, &ni);
 		/* innermost first: the leaf's innermost inlined function is flat */
 		for (size_t k = 0; k <= ni; k++) {
-			char buf[512];
+			char *name = NULL;
 
-			r = k < ni ? row_of(t, profile__inline_name(t->p, &inl[k], buf, sizeof(buf)))
-				   : row_of_loc(t, locs[i]);
+			if (k < ni) {
+				/* whole, however long the name */
+				if (asprintf(&name, "%s" PF_INLINE_SUFFIX,
+					     profile__inline_function(t->p, &inl[k])) < 0)
+					return -ENOMEM;
+				r = row_of(t, name);
+				free(name);
+			} else {
+				r = row_of_loc(t, locs[i]);
+			}
 			if (!r)
 				return -ENOMEM;
 			count(r, v, idx, i == 0 && k == 0);

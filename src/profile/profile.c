@@ -570,13 +570,11 @@ const char *profile__frame_name(const struct profile *p, uint32_t loc, char *buf
 	return buf;
 }
 
-const char *profile__inline_name(const struct profile *p, const struct pf_line *l, char *buf,
-				 size_t size)
+const char *profile__inline_function(const struct profile *p, const struct pf_line *l)
 {
 	const struct pf_function *f = profile__function(p, l->function);
 
-	snprintf(buf, size, "%s (inline)", f ? profile__str(p, f->name) : "[unknown]");
-	return buf;
+	return f ? profile__str(p, f->name) : "[unknown]";
 }
 
 int64_t profile__value(const struct profile *p, const struct pf_sample *s)

@@ -26,6 +26,8 @@ at_least() {
 RELAX='geo::Grid<double>::relax(int)'
 CHURN='work::churn(int)'
 LAMBDA='work::churn(int)::{lambda(int)#1}::operator()(int) const'
+# the longname workload's function, as nm -C (libiberty too) demangles it
+LONG=$(nm -C "$W/longname" | awk '/ spin_long</ { sub(/^[0-9a-f]+ [A-Za-z] /, ""); print }')
 
 profile "$TMP/cxx.folded" -F 999 -- "$W/cxxwork" 1.5 || fail "cxxwork run" "$(cat "$TMP/cxx.folded.err")"
 at_least "C++: class template method demangled" "$(share "$TMP/cxx.folded" cxxwork "$RELAX")" 0.35
@@ -63,6 +65,93 @@ n=$(samples_matching "$TMP/rsraw.folded" ';_ZN8rustwork3geo5relax17h[0-9a-f]{16}
 n=$(samples_matching "$TMP/rsraw.folded" 'rustwork::')
 [ "$n" -eq 0 ] && pass "Rust --no-demangle: no demangled name" ||
 	fail "Rust --no-demangle: no demangled name" "$(grep -m3 rustwork:: "$TMP/rsraw.folded")"
+
+# Rust v0 mangling (_RNvNtCs<hash>_8rustwork3geo5relax): demangled the same,
+# without the crate hash.
+if [ ! -x "$W/rustwork-v0" ]; then
+	skip "Rust v0" "$W/rustwork-v0 not built: no rustc (tools/install-deps.sh installs rustc)"
+else
+	profile "$TMP/v0.folded" -F 999 -- "$W/rustwork-v0" 1.5 ||
+		fail "rustwork-v0 run" "$(cat "$TMP/v0.folded.err")"
+	at_least "Rust v0: rustwork::geo::relax" "$(share "$TMP/v0.folded" rustwork-v0 rustwork::geo::relax)" 0.35
+	at_least "Rust v0: rustwork::geo::deep::smooth" \
+		"$(share "$TMP/v0.folded" rustwork-v0 rustwork::geo::deep::smooth)" 0.35
+	n=$(samples_matching "$TMP/v0.folded" '(^|;)_R')
+	[ "$n" -eq 0 ] && pass "Rust v0: no mangled name left" ||
+		fail "Rust v0: no mangled name left" "$(grep -m3 -E '(^|;)_R' "$TMP/v0.folded")"
+	profile "$TMP/v0raw.folded" -F 999 --no-demangle -- "$W/rustwork-v0" 1.5 ||
+		fail "rustwork-v0 --no-demangle run" "$(cat "$TMP/v0raw.folded.err")"
+	n=$(samples_matching "$TMP/v0raw.folded" ';_RNvNtCs[0-9A-Za-z]+_8rustwork3geo5relax$')
+	[ "$n" -gt 300 ] && pass "Rust v0 --no-demangle: _RNvNtCs..._8rustwork3geo5relax ($n)" ||
+		fail "Rust v0 --no-demangle: _RNvNtCs..._8rustwork3geo5relax" \
+			"$n: $(grep -m3 relax "$TMP/v0raw.folded")"
+fi
+
+# pprof carries both names: go tool pprof -raw prints a function as
+# "name file:line s=N(system_name)", the parenthesis only when system_name
+# differs from name. With --no-demangle both are the mangled name.
+pprof_names() {
+	local raw rawnd
+	profile "$TMP/cxx.pb.gz" -F 999 --format pprof -- "$W/cxxwork" 1 ||
+		{ fail "cxxwork --format pprof run" "$(cat "$TMP/cxx.pb.gz.err")"; return; }
+	profile "$TMP/cxxnd.pb.gz" -F 999 --format pprof --no-demangle -- "$W/cxxwork" 1 ||
+		{ fail "cxxwork --format pprof --no-demangle run" "$(cat "$TMP/cxxnd.pb.gz.err")"; return; }
+	mkdir -p "$TMP/home"
+	raw=$(gopprof -raw "$TMP/cxx.pb.gz") && rawnd=$(gopprof -raw "$TMP/cxxnd.pb.gz") ||
+		{ fail "pprof: go tool pprof -raw of cxxwork" "$(cat "$TMP/gopprof.err")"; return; }
+	raw=$(sed -n '/^Locations/,/^Mappings/p' <<<"$raw")
+	rawnd=$(sed -n '/^Locations/,/^Mappings/p' <<<"$rawnd")
+	grep -qF "$RELAX " <<<"$raw" && grep -F "$RELAX " <<<"$raw" | grep -q '(_ZN3geo4GridIdE5relaxEi)$' &&
+		grep -F "$LAMBDA " <<<"$raw" | grep -q '(_ZZN4work5churnEiENKUliE_clEi)$' &&
+		pass "pprof: name demangled, system_name mangled" ||
+		fail "pprof: name demangled, system_name mangled" "$(grep -E 'relax|churn' <<<"$raw" | head -4)"
+	grep -qE ' _ZN3geo4GridIdE5relaxEi [^ ]*:[0-9]+ s=[0-9]+$' <<<"$rawnd" &&
+		grep -qE ' _ZZN4work5churnEiENKUliE_clEi [^ ]*:[0-9]+ s=[0-9]+$' <<<"$rawnd" &&
+		! grep -qE 'geo::|work::' <<<"$rawnd" &&
+		pass "pprof --no-demangle: the mangled name is the name" ||
+		fail "pprof --no-demangle: the mangled name is the name" "$(grep -E 'relax|churn' <<<"$rawnd" | head -4)"
+	profile "$TMP/long.pb.gz" -F 999 --format pprof -- "$W/longname" 1 ||
+		{ fail "longname --format pprof run" "$(cat "$TMP/long.pb.gz.err")"; return; }
+	raw=$(gopprof -raw "$TMP/long.pb.gz") ||
+		{ fail "pprof: go tool pprof -raw of longname" "$(cat "$TMP/gopprof.err")"; return; }
+	[ "${#LONG}" -gt 3000 ] && grep -F -- " $LONG " <<<"$raw" | grep -qE '[(]_Z9spin_long[A-Za-z0-9_]+[)]$' &&
+		pass "pprof: a ${#LONG}-character name whole, with its system_name" ||
+		fail "pprof: a ${#LONG}-character name whole" "$(grep -o 'spin_long.\{0,80\}' <<<"$raw" | head -2)"
+}
+# Offline, a HOME and caches of its own, as formats.sh.
+gopprof() {
+	HOME=$TMP/home GOCACHE=$TMP/gocache GOPROXY=off PPROF_TMPDIR=$TMP \
+		timeout 60 go tool pprof -symbolize=none "$@" 2>"$TMP/gopprof.err"
+}
+if command -v go >/dev/null; then
+	pprof_names
+else
+	skip "pprof names" "go tool pprof not installed (tools/install-deps.sh installs golang-go)"
+fi
+
+# Long names stay whole: a 4360-character demangled template name (the
+# longname workload) in folded, samples, top and pprof; the SVG's tooltip
+# (and title) keep its first 400 characters, then "..".
+if profile "$TMP/long.%f" -F 999 --format folded,samples,top,svg -- "$W/longname" 1; then
+	[ "${#LONG}" -gt 3000 ] && [ "$(samples_with "$TMP/long.folded" "$LONG")" -gt 300 ] &&
+		pass "long name: whole in folded (${#LONG} characters)" ||
+		fail "long name: whole in folded (${#LONG} characters)" "$(grep -m1 -o 'spin_long.\{0,80\}' "$TMP/long.folded")"
+	n=$(grep -cF -- ";$LONG" "$TMP/long.samples")
+	[ "$n" -gt 300 ] && pass "long name: whole in samples ($n lines)" ||
+		fail "long name: whole in samples" "$n lines: $(grep -m1 -o 'spin_long.\{0,80\}' "$TMP/long.samples")"
+	grep -qF -- "  $LONG" "$TMP/long.top" && pass "long name: whole in top" ||
+		fail "long name: whole in top" "$(grep -o 'spin_long.\{0,80\}' "$TMP/long.top")"
+	python3 - "$TMP/long.svg" "$LONG" <<'EOF' && pass "long name: svg tooltip is its first 400 characters and .." ||
+import sys, xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+want = sys.argv[2][:400] + ".. ("
+titles = [t.text for t in ET.parse(sys.argv[1]).getroot().iter(NS + "title")]
+sys.exit(not any(t.startswith(want) for t in titles))
+EOF
+		fail "long name: svg tooltip is its first 400 characters and .." "$(grep -m1 -o 'spin_long.\{0,80\}' "$TMP/long.svg")"
+else
+	fail "longname run" "$(cat "$TMP/long.%f.err")"
+fi
 
 # --format top shows the same names: the two burning functions lead.
 profile "$TMP/cxx.top" -F 999 --format top --top 5 -- "$W/cxxwork" 1 ||

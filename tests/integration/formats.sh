@@ -13,6 +13,17 @@ gopprof() {
 		timeout 60 go tool pprof -symbolize=none "$@" 2>"$TMP/gopprof.err"
 }
 
+# values_scaled NAME RAW PERIOD: every sample of go tool pprof -raw output
+# RAW has value2 = value1 x PERIOD.
+values_scaled() {
+	local n bad
+	read -r n bad < <(awk -v p="$3" '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 }
+		s && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+:$/ { n++; if ($1 * p != $2 + 0) bad++ }
+		END { print n + 0, bad + 0 }' <<<"$2")
+	[ "${n:-0}" -gt 0 ] && [ "$bad" -eq 0 ] && pass "$1 ($n samples)" ||
+		fail "$1" "$n samples, $bad not scaled: $(sed -n '/^Samples/,+4p' <<<"$2")"
+}
+
 pprof_tests() {
 	local f=$TMP/shares.pb.gz freq=499 raw top bid want_period dur lraw ltop
 	mkdir -p "$TMP/home"
@@ -50,12 +61,67 @@ pprof_tests() {
 		pass "pprof: the shares mapping has its build-ID $bid" ||
 		fail "pprof: the shares mapping has its build-ID $bid" "$(sed -n '/^Mappings/,$p' <<<"$raw")"
 
+	# Every sample's second value is its count times the period (ns).
+	values_scaled "pprof: cpu/nanoseconds = samples x period $want_period" "$raw" "$want_period"
+
+	# The shares mapping is where the kernel mapped the executable PT_LOAD:
+	# start, limit and offset as readelf -lW gives them, rounded to pages,
+	# and as /proc/PID/maps shows them for another run of the same (non-PIE,
+	# so not randomized) binary; has_functions ([FN]) as it has symbols.
+	local want_map maps_map got_map sh
+	want_map=$(readelf -lW "$W/shares" | gawk '$1 == "LOAD" && / E +0x[0-9a-f]+$/ {
+		off = strtonum($2); va = strtonum($3); mem = strtonum($6)
+		printf "0x%x/0x%x/0x%x", and(va, compl(4095)), and(va + mem + 4095, compl(4095)),
+			and(off, compl(4095)) }')
+	"$W/shares" 1 &
+	sh=$!
+	sleep 0.2
+	maps_map=$(gawk -v file="$W/shares" '$6 == file && $2 ~ /x/ {
+		split($1, r, "-")
+		printf "0x%x/0x%x/0x%x", strtonum("0x" r[1]), strtonum("0x" r[2]), strtonum("0x" $3) }' "/proc/$sh/maps")
+	wait $sh
+	got_map=$(awk -v file="$W/shares" '/^Mappings/ { m = 1; next }
+		m && $3 == file { print $2, $NF }' <<<"$raw")
+	[ -n "$want_map" ] && [ "$want_map" = "$maps_map" ] && [ "$got_map" = "$want_map [FN]" ] &&
+		pass "pprof: the shares mapping is its executable PT_LOAD ($want_map), [FN]" ||
+		fail "pprof: the shares mapping is its executable PT_LOAD, [FN]" \
+			"readelf $want_map, maps $maps_map, pprof '$got_map'"
+
+	# Every location with a mapping has its address inside that mapping.
+	# Addresses are compared as 16-digit hex strings (awk's numbers are
+	# doubles: kernel addresses do not fit).
+	local nloc badloc
+	read -r nloc badloc < <(awk '
+		function pad(h) { sub(/^0x/, "", h); while (length(h) < 16) h = "0" h; return h }
+		/^Locations/ { sect = "l"; next }
+		/^Mappings/ { sect = "m"; next }
+		sect == "l" && $2 ~ /^0x/ && $3 ~ /^M=/ { n++; addr[n] = pad($2); mid[n] = substr($3, 3) }
+		sect == "m" && $1 ~ /^[0-9]+:$/ { split($2, r, "/"); id = $1 + 0
+			lo[id] = pad(r[1]); hi[id] = pad(r[2]) }
+		END { for (i = 1; i <= n; i++) { id = mid[i]
+				if (!(id in lo) || addr[i] < lo[id] || addr[i] >= hi[id]) bad++ }
+			print n + 0, bad + 0 }' <<<"$raw")
+	[ "${nloc:-0}" -gt 10 ] && [ "$badloc" -eq 0 ] &&
+		pass "pprof: all $nloc locations lie in their mapping (M=id)" ||
+		fail "pprof: locations lie in their mapping" "$nloc locations, $badloc outside"
+
 	top=$(gopprof -top "$f") || { fail "pprof: -top" "$(cat "$TMP/gopprof.err")"; return; }
 	[ "$(grep -oE ' share_fn_[0-9]+$' <<<"$top" | sort -u | wc -l)" -eq 10 ] &&
 		pass "pprof: -top lists share_fn_1..10" ||
 		fail "pprof: -top lists share_fn_1..10" "$top"
 	grep -q "^File: shares$" <<<"$top" && pass "pprof: the main binary is shares" ||
 		fail "pprof: the main binary is shares" "$(head -3 <<<"$top")"
+
+	# A counter: its own name and unit, the -c period, values x 10.
+	f=$TMP/faults.pb.gz
+	profile "$f" -e page-faults -c 10 --format pprof -- "$W/cache" 1 ||
+		{ fail "pprof: page-faults run" "$(cat "$f.err")"; return; }
+	raw=$(gopprof -raw "$f") || { fail "pprof: page-faults profile read" "$(cat "$TMP/gopprof.err")"; return; }
+	grep -qx 'samples/count\[dflt\] page-faults/count' <<<"$raw" &&
+		grep -qx 'PeriodType: page-faults count' <<<"$raw" && grep -qx 'Period: 10' <<<"$raw" &&
+		pass "pprof: counter types samples/count and page-faults/count, period 10" ||
+		fail "pprof: counter types samples/count and page-faults/count, period 10" "$(head -8 <<<"$raw")"
+	values_scaled "pprof: page-faults/count = samples x 10" "$raw" 10
 
 	# Forced loss (as accounting.sh): a 4-entry counts map spills to 4 KiB
 	# rings that a slow reader lets fill, so samples are lost as such.
@@ -82,3 +148,29 @@ if command -v script >/dev/null; then
 	grep -q 'writes binary: give -o' <<<"$out" && pass "pprof: refused on a terminal without -o" ||
 		fail "pprof: refused on a terminal without -o" "$out"
 fi
+
+# --format top: 20 rows unless --top says otherwise. A system-wide second
+# (shares busy meanwhile) has more than 20 functions.
+# top_rows NAME FILE WANT: the header says "showing WANT of N" (N > WANT)
+# and WANT rows follow it.
+top_rows() {
+	local rows shown of
+	rows=$(grep -cE '^ +[0-9]+ +[0-9.]+% +[0-9.]+% +[0-9]+ +[0-9.]+%  ' "$2")
+	read -r shown of < <(sed -nE '1s/.*; showing ([0-9]+) of ([0-9]+) functions$/\1 \2/p' "$2")
+	[ "$rows" -eq "$3" ] && [ "${shown:-0}" -eq "$3" ] && [ "${of:-0}" -gt "$3" ] &&
+		pass "$1: $rows rows of $of functions" ||
+		fail "$1" "$rows rows, header: $(head -1 "$2")"
+}
+"$W/shares" 3 &
+sh=$!
+if profile "$TMP/sys.top" --format top -d 1; then
+	top_rows "top: 20 rows by default" "$TMP/sys.top" 20
+else
+	fail "top: system-wide run" "$(cat "$TMP/sys.top.err")"
+fi
+if profile "$TMP/sys5.top" --format top --top 5 -d 1; then
+	top_rows "top: --top 5 gives 5 rows" "$TMP/sys5.top" 5
+else
+	fail "top: --top 5 run" "$(cat "$TMP/sys5.top.err")"
+fi
+wait $sh

@@ -82,23 +82,57 @@ chrome() {
 }
 
 chrome --screenshot="$TMP/shot.png" --window-size=1200,800 "file://$F" >/dev/null
-# Not blank: the decompressed pixels hold many distinct byte values (one
-# colour would give a handful: filter types, the colour and zeros).
-distinct=$(python3 - "$TMP/shot.png" <<'EOF' 2>&1
+# Not blank: the PNG decoded (zlib and the row filters, no imaging
+# library) has many distinct colours, a good share of pixels off the
+# background (#f8f8f0, and the page's white below the image), and many in the user palette (red: r >= 200, g = b
+# in 50..130) that the shares frames are drawn with.
+read -r npix distinct offbg user < <(python3 - "$TMP/shot.png" <<'EOF' 2>"$TMP/png.err"
 import sys, zlib, struct
 d = open(sys.argv[1], "rb").read()
-assert d[:8] == b"\x89PNG\r\n\x1a\n"
-pos, idat = 8, b""
+assert d[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+pos, idat, hdr = 8, b"", None
 while pos < len(d):
     n, kind = struct.unpack(">I4s", d[pos:pos + 8])
-    if kind == b"IDAT":
-        idat += d[pos + 8:pos + 8 + n]
+    body = d[pos + 8:pos + 8 + n]
+    if kind == b"IHDR":
+        hdr = struct.unpack(">IIBBBBB", body)
+    elif kind == b"IDAT":
+        idat += body
     pos += 12 + n
-print(len(set(zlib.decompress(idat))))
+w, h, depth, ctype, _, _, interlace = hdr
+assert depth == 8 and ctype in (2, 6) and interlace == 0, "unexpected PNG %r" % (hdr,)
+bpp = 3 if ctype == 2 else 4
+raw, stride = zlib.decompress(idat), w * bpp
+prev, seen, offbg, user = bytearray(stride), set(), 0, 0
+for y in range(h):
+    ft, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+    for i in range(stride):
+        a = line[i - bpp] if i >= bpp else 0
+        b = prev[i]
+        c = prev[i - bpp] if i >= bpp else 0
+        if ft == 1: line[i] = (line[i] + a) & 255
+        elif ft == 2: line[i] = (line[i] + b) & 255
+        elif ft == 3: line[i] = (line[i] + (a + b) // 2) & 255
+        elif ft == 4:
+            p = a + b - c
+            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+    for x in range(0, stride, bpp):
+        px = (line[x], line[x + 1], line[x + 2])
+        seen.add(px)
+        if px != (248, 248, 240) and px != (255, 255, 255):
+            offbg += 1
+        if px[0] >= 200 and px[1] == px[2] and 50 <= px[1] <= 130:
+            user += 1
+    prev = line
+print(w * h, len(seen), offbg, user)
 EOF
 )
-[ "${distinct:-0}" -gt 32 ] 2>/dev/null && pass "svg: rendered by chromium, not blank" ||
-	fail "svg: rendered by chromium, not blank" "$distinct distinct bytes; $(tail -2 "$TMP/chrome.err")"
+[ "${npix:-0}" -gt 0 ] && [ "$distinct" -ge 20 ] && [ $((offbg * 100)) -ge $((npix * 5)) ] &&
+	[ "$user" -ge 10000 ] &&
+	pass "svg: rendered by chromium: $distinct colours, $offbg of $npix pixels drawn, $user user-red" ||
+	fail "svg: rendered by chromium, not blank" \
+		"$npix pixels, $distinct colours, $offbg drawn, $user user-red; $(cat "$TMP/png.err") $(tail -2 "$TMP/chrome.err")"
 
 # The SVG inline in a page whose script then searches, hovers and zooms as
 # a user would, and writes what it saw into the page.
@@ -117,8 +151,27 @@ for (var i = 0; i < gs.length; i++) {
 	if (named(gs[i], "run_shares") && (!rs || w(gs[i]) > w(rs))) rs = gs[i];
 	if (named(gs[i], "share_fn_10") && (!fn10 || w(gs[i]) > w(fn10))) fn10 = gs[i];
 }
+function fill(g) { return g.querySelector("rect").getAttribute("fill"); }
+// hit: frames whose name matches and are magenta; miss: frames that do not
+// match and have kept the fill they were written with.
+function painted(re) {
+	var hit = 0, miss = 0, bad = 0;
+	for (var i = 0; i < gs.length; i++) {
+		var t = gs[i].querySelector("title").textContent, m = re.test(t.slice(0, t.lastIndexOf(" (")));
+		var magenta = fill(gs[i]) === "rgb(230,0,230)";
+		if (m && magenta) hit++;
+		else if (!m && fill(gs[i]) === fills[i]) miss++;
+		else bad++;
+	}
+	return hit + "/" + miss + "/" + bad;
+}
+var fills = [];
+for (var i = 0; i < gs.length; i++) fills.push(fill(gs[i]));
 o.pct = search("share_fn").toFixed(2);
 o.matched = document.getElementById("matched").textContent;
+o.painted = painted(/share_fn/);
+o.fn10_fill = fill(fn10);
+o.rs_fill = fill(rs) === fills[Array.prototype.indexOf.call(gs, rs)] ? "kept" : fill(rs);
 rs.querySelector("rect").dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
 o.status = document.getElementById("status").textContent;
 rs.querySelector("rect").dispatchEvent(new MouseEvent("click", { bubbles: true }));
@@ -127,6 +180,8 @@ o.fn10 = fn10.querySelector("rect").getAttribute("width");
 o.root = gs[0].querySelector("rect").getAttribute("width");
 reset();
 o.fn10_after = fn10.querySelector("rect").getAttribute("width");
+o.painted_after = painted(/^$/);
+o.matched_after = document.getElementById("matched").textContent;
 document.getElementById("out").textContent = JSON.stringify(o);
 </script></body></html>
 EOF
@@ -145,9 +200,22 @@ else
 	within "svg: search matched % = share_fn samples from data-v" "$(js pct)" "$expect_pct" 0.011
 	case $(js matched) in "Matched: $(js pct)%"*) pass "svg: matched % shown" ;;
 	*) fail "svg: matched % shown" "$(js matched)" ;; esac
-	case $(js status) in "run_shares ($(commas "$rs_v") samples, "*)
-		pass "svg: hover shows name and samples" ;;
-	*) fail "svg: hover shows name and samples" "$(js status)" ;; esac
+	rs_pct=$(awk -v a="$rs_v" -v t="$root" 'BEGIN { printf "%.2f", 100 * a / t }')
+	[ "$(js status)" = "run_shares ($(commas "$rs_v") samples, $rs_pct%)" ] &&
+		pass "svg: hover shows name, samples and %" ||
+		fail "svg: hover shows name, samples and %" \
+			"'$(js status)', want 'run_shares ($(commas "$rs_v") samples, $rs_pct%)'"
+	# painted: matching frames magenta / others as written / neither
+	IFS=/ read -r hit kept_fill badfill <<<"$(js painted)"
+	[ "${hit:-0}" -ge 10 ] && [ "${kept_fill:-0}" -gt 0 ] && [ "$badfill" = 0 ] &&
+		[ "$(js fn10_fill)" = "rgb(230,0,230)" ] && [ "$(js rs_fill)" = kept ] &&
+		pass "svg: search paints the $hit matches magenta, the rest as they were" ||
+		fail "svg: search paints matches magenta" "painted $(js painted), share_fn_10 $(js fn10_fill), run_shares $(js rs_fill)"
+	IFS=/ read -r hit kept_fill badfill <<<"$(js painted_after)"
+	[ "$hit" = 0 ] && [ "$badfill" = 0 ] && [ "$kept_fill" -eq "$(wc -l <"$TMP/frames")" ] &&
+		[ "$(js matched_after)" = " " ] &&
+		pass "svg: reset restores every frame's colour and clears Matched" ||
+		fail "svg: reset restores every frame's colour" "$(js painted_after), matched '$(js matched_after)'"
 	within "svg: zoomed frame takes the full width" "$(js zoomed)" 1180 0.01
 	within "svg: ancestors span the full width" "$(js root)" 1180 0.01
 	within "svg: zoomed child widens by the same factor" "$(js fn10)" \

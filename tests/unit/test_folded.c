@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "folded.h"
+#include "profile.h"
 #include "unit.h"
+#include "writer.h"
 
 static char *render(struct folded *f)
 {
@@ -88,11 +90,103 @@ static void test_many(void)
 	folded__free(f);
 }
 
+/* A name of n characters: "long_" then letters, no ';' to sanitize. */
+static char *long_name(const char *prefix, size_t n)
+{
+	char *s = malloc(n + 1);
+	size_t k = strlen(prefix);
+
+	memcpy(s, prefix, k);
+	for (size_t i = k; i < n; i++)
+		s[i] = 'a' + i % 26;
+	s[n] = '\0';
+	return s;
+}
+
+static char *write_with(int (*write)(const struct profile *, const struct writer_opts *, FILE *),
+			const struct profile *p, const struct writer_opts *o)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	CHECK(write(p, o, out) == 0, "write");
+	fclose(out);
+	return buf;
+}
+
+/* Long names stay whole in folded, samples and top: a 3000-character
+ * function, a 3000-character function inlined into it (with --inline), a
+ * 500-character kernel module function (with _[k]), and the samples
+ * format's frames writer with a 10000-character name. */
+static void test_long_names_whole(void)
+{
+	char *fn = long_name("user_", 3000), *inl = long_name("inl_", 3000);
+	char *kfn = long_name("kfn_", 500), *big = long_name("big_", 10000);
+	char *want, *out;
+	struct profile *p = NULL;
+	struct writer_opts o = { .annotate = true, .inlines = true };
+	struct pf_mapping km = { .start = 0xffffffff80000000, .limit = 0xffffffffffffffff,
+				 .kind = PF_KIND_KERNEL };
+	struct pf_sample s = { .pid = 1, .tid = 1, .time_ns = 1000000000 };
+	uint32_t locs[2];
+	size_t len = 0;
+	FILE *f;
+
+	CHECK(profile__new(&(struct profile_opts){ .demangle = false }, &p) == 0, "new");
+	profile__add_type(p, "samples", "count");
+	profile__meta(p)->event = profile__intern(p, "cpu-clock");
+	km.file = profile__intern(p, "some_module");
+	locs[0] = profile__add_location(p, &(struct pf_location){
+		.address = 0xffffffff81000000, .kind = PF_KIND_KERNEL,
+		.mapping = profile__add_mapping(p, &km), .function = profile__add_function(p, kfn, NULL) });
+	locs[1] = profile__add_location(p, &(struct pf_location){
+		.address = 0x1000, .kind = PF_KIND_USER, .function = profile__add_function(p, fn, NULL),
+		.inlines = profile__add_inlines(p, &(struct pf_line){
+			.function = profile__add_function(p, inl, NULL) }, 1) });
+	s.comm = profile__intern(p, "app");
+	s.stack = profile__add_stack(p, locs, 2); /* leaf first */
+	s.values[0] = 3;
+	CHECK(profile__add_sample(p, &s) == 0, "add sample");
+
+	CHECK(asprintf(&want, "app;%s;%s (inline);%s [some_module]_[k] 3\n", fn, inl, kfn) > 0,
+	      "want");
+	out = write_with(folded__write_profile, p, &o);
+	CHECK(out && !strcmp(out, want), "folded whole: %zu bytes, want %zu", out ? strlen(out) : 0,
+	      strlen(want));
+	free(out);
+	out = write_with(samples__write_profile, p, &o);
+	*strrchr(want, ' ') = '\0';
+	CHECK(out && strstr(out, want + 4) && strchr(out, '\n')[1] == '\0',
+	      "samples whole: %.200s", out);
+	free(out);
+	free(want);
+	out = write_with(top__write_profile, p, &o);
+	CHECK(asprintf(&want, "  %s (inline)\n", inl) > 0 && out && strstr(out, want) &&
+	      strstr(out, fn), "top whole: %.300s", out);
+	free(want);
+	free(out);
+
+	out = NULL;
+	f = open_memstream(&out, &len);
+	folded__put_frames(f, (const char *[]){ "app", big, "x;y" }, 3);
+	fclose(f);
+	CHECK(len == 4 + 10000 + 4 && !strncmp(out, "app;big_", 8) && !strcmp(out + 4 + 10000, ";x:y"),
+	      "put_frames whole: %zu bytes", len);
+	free(out);
+	profile__free(p);
+	free(fn);
+	free(inl);
+	free(kfn);
+	free(big);
+}
+
 int main(void)
 {
 	RUN(test_merge_and_sort);
 	RUN(test_sanitize);
 	RUN(test_spaces_kept);
 	RUN(test_many);
+	RUN(test_long_names_whole);
 	UNIT_EXIT();
 }

@@ -156,6 +156,84 @@ static void test_frames_bounded(void)
 	profile__free(p);
 }
 
+/* The fill of the frame whose title starts with name and " (": r, g, b. */
+static bool fill_of(const char *svg, const char *name, int rgb[3])
+{
+	char key[256];
+	const char *at;
+
+	snprintf(key, sizeof(key), "<title>%s (", name);
+	at = strstr(svg, key);
+	at = at ? strstr(at, " fill=\"rgb(") : NULL;
+	return at && sscanf(at, " fill=\"rgb(%d,%d,%d)", &rgb[0], &rgb[1], &rgb[2]) == 3;
+}
+
+static bool in(int v, int lo, int hi)
+{
+	return v >= lo && v <= hi;
+}
+
+/* Each kind has its palette (svg.c's put_colour), varied by name only
+ * within it: user red, kernel orange, JIT green, markers grey, lost dark
+ * red, the root and comms blue-grey. Several names per kind, so that the
+ * variation is seen to stay inside the palette. */
+static void test_colours_by_kind(void)
+{
+	static const char *const names[] = { "a", "zeta", "geo::Grid_d::relax(int)", "q9" };
+	struct profile *p = new_profile();
+	struct pf_sample lost = { .lost_reason = profile__intern(p, "ring full") };
+	char user[32], kern[32], jit[32], mark[32];
+	char *svg;
+	int c[3];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(user, sizeof(user), "u_%s", names[i]);
+		snprintf(kern, sizeof(kern), "k_%s", names[i]);
+		snprintf(jit, sizeof(jit), "j_%s", names[i]);
+		snprintf(mark, sizeof(mark), "[m_%s]", names[i]);
+		sample(p, "app", (uint32_t[]){ loc(p, mark, PF_KIND_MARKER), loc(p, user, PF_KIND_USER),
+					      loc(p, jit, PF_KIND_JIT), loc(p, kern, PF_KIND_KERNEL) },
+		       4, 100);
+	}
+	lost.values[0] = 100;
+	profile__add_sample(p, &lost);
+	svg = render(p, false);
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(user, sizeof(user), "u_%s", names[i]);
+		snprintf(kern, sizeof(kern), "k_%s", names[i]);
+		snprintf(jit, sizeof(jit), "j_%s", names[i]);
+		snprintf(mark, sizeof(mark), "[m_%s]", names[i]);
+		CHECK(fill_of(svg, user, c) && in(c[0], 200, 255) && c[1] == c[2] &&
+		      in(c[1], 50, 130), "user %s red: %d,%d,%d", names[i], c[0], c[1], c[2]);
+		CHECK(fill_of(svg, kern, c) && in(c[0], 200, 255) && in(c[1], 110, 180) &&
+		      c[2] == 0, "kernel %s orange: %d,%d,%d", names[i], c[0], c[1], c[2]);
+		CHECK(fill_of(svg, jit, c) && in(c[0], 50, 110) && in(c[1], 190, 255) &&
+		      c[2] == c[0], "JIT %s green: %d,%d,%d", names[i], c[0], c[1], c[2]);
+		CHECK(fill_of(svg, mark, c) && c[0] == c[1] && c[1] == c[2] && in(c[0], 170, 210),
+		      "marker %s grey: %d,%d,%d", names[i], c[0], c[1], c[2]);
+	}
+	CHECK(fill_of(svg, "[lost]", c) && in(c[0], 160, 190) && c[1] == c[2] && in(c[1], 20, 40),
+	      "[lost] dark red: %d,%d,%d", c[0], c[1], c[2]);
+	CHECK(fill_of(svg, "[ring full]", c) && in(c[0], 160, 190) && c[1] == c[2] &&
+	      in(c[1], 20, 40), "[ring full] dark red: %d,%d,%d", c[0], c[1], c[2]);
+	CHECK(fill_of(svg, "all", c) && c[0] == c[1] && in(c[0], 170, 200) && in(c[2], 220, 255),
+	      "root blue-grey: %d,%d,%d", c[0], c[1], c[2]);
+	CHECK(fill_of(svg, "app", c) && c[0] == c[1] && in(c[0], 170, 200) && in(c[2], 220, 255),
+	      "comm blue-grey: %d,%d,%d", c[0], c[1], c[2]);
+	/* a name keeps its colour: the same in a second rendering */
+	{
+		char *again = render(p, false);
+		int d[3];
+
+		CHECK(fill_of(svg, "u_zeta", c) && fill_of(again, "u_zeta", d) && c[0] == d[0] &&
+		      c[1] == d[1] && c[2] == d[2], "colour stable across renderings");
+		free(again);
+	}
+	free(svg);
+	profile__free(p);
+}
+
 static double y_of(const char *svg, const char *name)
 {
 	char key[256];
@@ -199,6 +277,7 @@ int main(void)
 	RUN(test_counts_and_escaping);
 	RUN(test_narrow_frames_merged);
 	RUN(test_frames_bounded);
+	RUN(test_colours_by_kind);
 	RUN(test_inverted);
 	RUN(test_empty);
 	UNIT_EXIT();

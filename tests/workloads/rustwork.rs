@@ -9,7 +9,9 @@
 // user frame rustwork::geo::relax and half rustwork::geo::deep::smooth.
 // Built by Debian's rustc (1.63), whose default is the legacy mangling:
 // _ZN8rustwork3geo5relax17h<16 hex digits>E. The demangled name drops the
-// hash, as rustfilt does. #[inline(never)] keeps each function its own
+// hash, as rustfilt does. Built a second time as rustwork-v0 with
+// -C symbol-mangling-version=v0: _RNvNtCs<hash>_8rustwork3geo5relax, same
+// demangled names. #[inline(never)] keeps each function its own
 // frame; -C force-frame-pointers=yes makes the walk find them (Rust's std
 // is built without frame pointers, so stacks may stop above main).
 use std::time::{Duration, Instant};

@@ -14,7 +14,7 @@ WL_DEPFLAGS = -MMD -MP -MF $@.d
 WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recurse \
 	libwork.so uselib syscalls cache branch fork_short cpuburn jit \
 	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock bpf_spin \
-	churn churn_child cxxwork rustwork forkstorm stackfan badfp inlined swevents \
+	churn churn_child cxxwork longname rustwork rustwork-v0 forkstorm stackfan badfp inlined swevents \
 	getppid_loop mapstorm nofp nofp-stripped dfchain dfchain-stripped \
 	libbenchhold.so ehframe_build)
 # C++ and Rust names for the demangling tests. g++ at -O1 with frame
@@ -81,9 +81,19 @@ $(WL_OUT)/cxxwork: $(WL_SRC)/cxxwork.cpp $(WL_MK) | $(WL_OUT)
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(WL_CXXFLAGS) $(WL_DEPFLAGS) $< -o $@
 
+$(WL_OUT)/longname: $(WL_SRC)/longname.cpp $(WL_MK) | $(WL_OUT)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(WL_CXXFLAGS) $(WL_DEPFLAGS) $< -o $@
+
 $(WL_OUT)/rustwork: $(WL_SRC)/rustwork.rs $(WL_MK) | $(WL_OUT)
 	$(call msg,RUSTC,$@)
 	$(Q)$(RUSTC) $(WL_RUSTFLAGS) --crate-name rustwork $< -o $@
+
+# The same program with Rust's v0 mangling (_RNv...), which libiberty
+# demangles too; rustc 1.63 takes the flag on stable.
+$(WL_OUT)/rustwork-v0: $(WL_SRC)/rustwork.rs $(WL_MK) | $(WL_OUT)
+	$(call msg,RUSTC,$@)
+	$(Q)$(RUSTC) $(WL_RUSTFLAGS) -C symbol-mangling-version=v0 --crate-name rustwork $< -o $@
 
 $(WL_OUT)/%: $(WL_SRC)/%.c $(WL_MK) | $(WL_OUT)
 	$(call msg,CC,$@)
