@@ -13,3 +13,14 @@ if [ $rc -eq 0 ] && [ "$cells" = 15 ] && ! grep -q 'n/a' <<<"$row"; then
 else
 	fail "bench --smoke fills every column for bpfsampler" "exit $rc: $row $(tail -3 "$TMP/err")"
 fi
+
+# tools/bench/paired: two bpfsamplers at once, one round; each must be told
+# apart and given a time per sample (not asserted on).
+"$ROOT/tools/bench/paired" --rounds 1 --seconds 1 "$BPFS" "$BPFS:--unwind,fp" >"$TMP/paired" 2>"$TMP/perr"
+rc=$?
+rows=$(grep -cE '^\| .*bpfsampler.* \| [0-9]+ \([0-9]+-[0-9]+\) \| [0-9.]+ \|$' "$TMP/paired")
+if [ $rc -eq 0 ] && [ "$rows" = 2 ]; then
+	pass "bench/paired gives both profilers a time per sample"
+else
+	fail "bench/paired gives both profilers a time per sample" "exit $rc, $rows rows: $(cat "$TMP/paired") $(tail -3 "$TMP/perr")"
+fi
