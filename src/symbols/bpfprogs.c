@@ -135,32 +135,59 @@ static size_t upto(const struct bpfprogs *bp, uint64_t addr)
 	return lo;
 }
 
-/* Names the functions still unnamed from the [bpf] lines of kallsyms. */
-static void name_funcs(struct bpfprogs *bp)
-{
-	char line[512], name[256];
-	unsigned long long addr;
-	FILE *f = fopen("/proc/kallsyms", "re");
-
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		size_t n;
-
-		if (!strstr(line, "\t[bpf]") || sscanf(line, "%llx %*c %255s", &addr, name) != 2)
-			continue;
-		n = upto(bp, addr);
-		if (n && bp->funcs[n - 1].start == addr && !bp->funcs[n - 1].name)
-			bp->funcs[n - 1].name = strdup(name);
-	}
-	fclose(f);
-}
-
 static int cmp_func(const void *a, const void *b)
 {
 	const struct bpf_func *x = a, *y = b;
 
 	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int bpfprogs__add(struct bpfprogs *bp, uint64_t start, uint64_t len)
+{
+	return add_func(bp, start, len);
+}
+
+/*
+ * Names the functions still unnamed from the [bpf] lines of f (kallsyms
+ * text). A line is read whole whatever its length (names are up to
+ * KSYM_NAME_LEN, 512 bytes, since Linux 6.1): the tail of a longer one is
+ * never taken for a line of its own. Names longer than 255 bytes are left
+ * out (BPF ones are at most 8 + 16 + 1 + 15).
+ */
+void bpfprogs__name_from(struct bpfprogs *bp, FILE *f)
+{
+	char *line = NULL, name[256];
+	unsigned long long addr;
+	size_t cap = 0;
+	ssize_t len;
+
+	if (!bp->sorted && bp->nr) {
+		qsort(bp->funcs, bp->nr, sizeof(*bp->funcs), cmp_func);
+		bp->sorted = true;
+	}
+	while ((len = getline(&line, &cap, f)) > 0) {
+		size_t n;
+		int end = 0;
+
+		if (!strstr(line, "\t[bpf]") ||
+		    sscanf(line, "%llx %*c %255s%n", &addr, name, &end) != 2 ||
+		    !strchr(" \t\n", line[end]))
+			continue;
+		n = upto(bp, addr);
+		if (n && bp->funcs[n - 1].start == addr && !bp->funcs[n - 1].name)
+			bp->funcs[n - 1].name = strdup(name);
+	}
+	free(line);
+}
+
+static void name_funcs(struct bpfprogs *bp)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+
+	if (!f)
+		return;
+	bpfprogs__name_from(bp, f);
+	fclose(f);
 }
 
 int bpfprogs__poll(struct bpfprogs *bp)
