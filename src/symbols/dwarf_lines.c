@@ -193,7 +193,8 @@ static int index_units(struct dwlines *dl)
 			*r = (struct cu_range){ lo, hi, dwarf_dieoffset(&cudie) };
 		}
 	}
-	qsort(dl->cus.data, dl->cus.nr, sizeof(struct cu_range), cmp_range);
+	if (dl->cus.nr > 1)
+		qsort(dl->cus.data, dl->cus.nr, sizeof(struct cu_range), cmp_range);
 	return 0;
 }
 
@@ -448,7 +449,8 @@ static const struct unit_fns *unit_functions(struct dwlines *dl, Dwarf_Die *cudi
 		free(u);
 		return NULL;
 	}
-	qsort(u->fns.data, u->fns.nr, sizeof(struct fn_range), cmp_fn);
+	if (u->fns.nr > 1) /* a unit of no function has no array: qsort(NULL) is UB */
+		qsort(u->fns.data, u->fns.nr, sizeof(struct fn_range), cmp_fn);
 	return u;
 }
 
