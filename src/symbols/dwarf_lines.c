@@ -198,9 +198,58 @@ static int index_units(struct dwlines *dl)
 	return 0;
 }
 
+/*
+ * Whether every DWARF string section of elf ends with a NUL. libdw (0.188
+ * at least) hands out DW_FORM_strp / line_strp names as pointers into
+ * .debug_str / .debug_line_str without checking that they end inside it:
+ * a file whose last string is unterminated makes it (and us) read past the
+ * section's buffer. Decompressed here first when compressed: libdw then
+ * finds them so and reads the same bytes.
+ */
+static bool strings_terminated(Elf *elf)
+{
+	static const char *const names[] = { ".debug_str", ".debug_line_str",
+					     ".zdebug_str", ".zdebug_line_str" };
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return true; /* no section names: libdw finds no section either */
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+		Elf_Data *d;
+		size_t i;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		for (i = 0; n && i < sizeof(names) / sizeof(names[0]); i++)
+			if (!strcmp(n, names[i]))
+				break;
+		if (!n || i == sizeof(names) / sizeof(names[0]))
+			continue;
+		if (n[1] == 'z') {
+			if (elf_compress_gnu(scn, 0, 0) < 0)
+				return false;
+		} else if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) {
+			return false;
+		}
+		d = elf_getdata(scn, NULL);
+		if (d && d->d_size && (!d->d_buf || ((const char *)d->d_buf)[d->d_size - 1]))
+			return false;
+	}
+	return true;
+}
+
 static int start(struct dwlines *dl)
 {
 	dl->tried = true;
+	if (!strings_terminated(dl->elf)) {
+		p_warn("%s: its DWARF strings are not terminated; its frames get no source lines",
+		       dl->path);
+		return -EINVAL;
+	}
 	dl->dw = dwarf_begin_elf(dl->elf, DWARF_C_READ, NULL);
 	if (!dl->dw) {
 		p_warn("%s: cannot read its DWARF: %s; its frames get no source lines", dl->path,
