@@ -237,7 +237,8 @@ bool bpfprogs__find(const struct bpfprogs *bp, uint64_t addr, const char **name,
 {
 	size_t n = bp->sorted ? upto(bp, addr) : 0;
 
-	if (!n || addr >= bp->funcs[n - 1].start + bp->funcs[n - 1].len)
+	/* addr - start: start + len may pass 2^64 */
+	if (!n || addr - bp->funcs[n - 1].start >= bp->funcs[n - 1].len)
 		return false;
 	*name = bp->funcs[n - 1].name;
 	*start = bp->funcs[n - 1].start;
