@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -151,8 +152,9 @@ int bpfprogs__add(struct bpfprogs *bp, uint64_t start, uint64_t len)
  * Names the functions still unnamed from the [bpf] lines of f (kallsyms
  * text). A line is read whole whatever its length (names are up to
  * KSYM_NAME_LEN, 512 bytes, since Linux 6.1): the tail of a longer one is
- * never taken for a line of its own. Names longer than 255 bytes are left
- * out (BPF ones are at most 8 + 16 + 1 + 15).
+ * never taken for a line of its own, nor a line whose fields run together.
+ * Names longer than 255 bytes are left out (BPF ones are at most 8 + 16 +
+ * 1 + 15).
  */
 void bpfprogs__name_from(struct bpfprogs *bp, FILE *f)
 {
@@ -166,12 +168,16 @@ void bpfprogs__name_from(struct bpfprogs *bp, FILE *f)
 		bp->sorted = true;
 	}
 	while ((len = getline(&line, &cap, f)) > 0) {
+		int a_end = 0, t_end = 0, end = 0;
 		size_t n;
-		int end = 0;
+		char type;
 
+		/* "ADDR T NAME\t[bpf]": three fields apart, the type one
+		 * character, the name whole */
 		if (!strstr(line, "\t[bpf]") ||
-		    sscanf(line, "%llx %*c %255s%n", &addr, name, &end) != 2 ||
-		    !strchr(" \t\n", line[end]))
+		    sscanf(line, "%llx%n %c%n %255s%n", &addr, &a_end, &type, &t_end, name, &end) != 3 ||
+		    !isspace((unsigned char)line[a_end]) || !isspace((unsigned char)line[t_end]) ||
+		    (line[end] && !isspace((unsigned char)line[end])))
 			continue;
 		n = upto(bp, addr);
 		if (n && bp->funcs[n - 1].start == addr && !bp->funcs[n - 1].name)
