@@ -411,9 +411,13 @@ static bool is_holder(int tag)
  * The chain of scopes holding vaddr below parent, outermost first, into
  * chain[] (at most max). dwarf_getscopes would do, but past an inlined
  * instance it goes on with the scopes of the function's abstract
- * definition, not with those of the caller it was inlined into.
+ * definition, not with those of the caller it was inlined into. Holders
+ * add no scope to the chain: their nesting is bounded apart (holders,
+ * as list_functions' depth), or a file nesting namespaces ten thousand
+ * deep would take the stack.
  */
-static size_t descend(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain, size_t n, size_t max)
+static size_t descend(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain, size_t n, size_t max,
+		      int holders)
 {
 	Dwarf_Die child;
 
@@ -423,13 +427,14 @@ static size_t descend(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain, size_
 		int tag = dwarf_tag(&child);
 
 		if (is_holder(tag)) {
-			size_t got = descend(&child, vaddr, chain, n, max);
+			size_t got = holders < 64 ?
+				descend(&child, vaddr, chain, n, max, holders + 1) : n;
 
 			if (got > n)
 				return got;
 		} else if (is_scope(tag) && dwarf_haspc(&child, vaddr) == 1) {
 			chain[n] = child;
-			return descend(&child, vaddr, chain, n + 1, max);
+			return descend(&child, vaddr, chain, n + 1, max, holders);
 		}
 	} while (dwarf_siblingof(&child, &child) == 0);
 	return n;
@@ -558,7 +563,7 @@ static size_t resolve(struct dwlines *dl, uint64_t vaddr)
 	/* the real function, then the scopes inlined into it */
 	nscopes = 0;
 	if (function_of(dl, &cudie, vaddr, &scopes[0]))
-		nscopes = descend(&scopes[0], vaddr, scopes, 1, MAX_SCOPES);
+		nscopes = descend(&scopes[0], vaddr, scopes, 1, MAX_SCOPES, 0);
 	size_t first = 0;
 
 	for (size_t i = first; i < nscopes; i++)
