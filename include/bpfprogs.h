@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct bpfprogs;
 
@@ -29,5 +30,12 @@ bool bpfprogs__usable(const struct bpfprogs *bp);
  * the first poll (kallsyms names it while it stays loaded). */
 bool bpfprogs__find(const struct bpfprogs *bp, uint64_t addr, const char **name,
 		    uint64_t *start);
+
+/* What bpfprogs__poll does with its two inputs, for tests and the fuzzer:
+ * a function as bpf_prog_info gives it (a start already known is replaced),
+ * and names from the "ADDR TYPE NAME\t[bpf]" lines of f, kallsyms text.
+ * Lookups find what was added only once bpfprogs__name_from has run. */
+int bpfprogs__add(struct bpfprogs *bp, uint64_t start, uint64_t len);
+void bpfprogs__name_from(struct bpfprogs *bp, FILE *f);
 
 #endif

@@ -5,7 +5,8 @@
 #define BPFSAMPLER_DEMANGLE_H
 
 /* The demangled form of raw (malloc'ed, the caller frees it), or NULL when
- * raw is not a mangled name (C functions, kernel symbols) or out of memory. */
+ * raw is not a mangled name (C functions, kernel symbols), demangles to
+ * nothing, or out of memory. */
 char *demangle(const char *raw);
 
 #endif

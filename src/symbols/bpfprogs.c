@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -135,32 +136,64 @@ static size_t upto(const struct bpfprogs *bp, uint64_t addr)
 	return lo;
 }
 
-/* Names the functions still unnamed from the [bpf] lines of kallsyms. */
-static void name_funcs(struct bpfprogs *bp)
-{
-	char line[512], name[256];
-	unsigned long long addr;
-	FILE *f = fopen("/proc/kallsyms", "re");
-
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		size_t n;
-
-		if (!strstr(line, "\t[bpf]") || sscanf(line, "%llx %*c %255s", &addr, name) != 2)
-			continue;
-		n = upto(bp, addr);
-		if (n && bp->funcs[n - 1].start == addr && !bp->funcs[n - 1].name)
-			bp->funcs[n - 1].name = strdup(name);
-	}
-	fclose(f);
-}
-
 static int cmp_func(const void *a, const void *b)
 {
 	const struct bpf_func *x = a, *y = b;
 
 	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int bpfprogs__add(struct bpfprogs *bp, uint64_t start, uint64_t len)
+{
+	return add_func(bp, start, len);
+}
+
+/*
+ * Names the functions still unnamed from the [bpf] lines of f (kallsyms
+ * text). A line is read whole whatever its length (names are up to
+ * KSYM_NAME_LEN, 512 bytes, since Linux 6.1): the tail of a longer one is
+ * never taken for a line of its own, nor a line whose fields run together.
+ * Names longer than 255 bytes are left out (BPF ones are at most 8 + 16 +
+ * 1 + 15).
+ */
+void bpfprogs__name_from(struct bpfprogs *bp, FILE *f)
+{
+	char *line = NULL, name[256];
+	unsigned long long addr;
+	size_t cap = 0;
+	ssize_t len;
+
+	if (!bp->sorted && bp->nr) {
+		qsort(bp->funcs, bp->nr, sizeof(*bp->funcs), cmp_func);
+		bp->sorted = true;
+	}
+	while ((len = getline(&line, &cap, f)) > 0) {
+		int a_end = 0, t_end = 0, end = 0;
+		size_t n;
+		char type;
+
+		/* "ADDR T NAME\t[bpf]": three fields apart, the type one
+		 * character, the name whole */
+		if (!strstr(line, "\t[bpf]") ||
+		    sscanf(line, "%llx%n %c%n %255s%n", &addr, &a_end, &type, &t_end, name, &end) != 3 ||
+		    !isspace((unsigned char)line[a_end]) || !isspace((unsigned char)line[t_end]) ||
+		    (line[end] && !isspace((unsigned char)line[end])))
+			continue;
+		n = upto(bp, addr);
+		if (n && bp->funcs[n - 1].start == addr && !bp->funcs[n - 1].name)
+			bp->funcs[n - 1].name = strdup(name);
+	}
+	free(line);
+}
+
+static void name_funcs(struct bpfprogs *bp)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+
+	if (!f)
+		return;
+	bpfprogs__name_from(bp, f);
+	fclose(f);
 }
 
 int bpfprogs__poll(struct bpfprogs *bp)
@@ -210,7 +243,8 @@ bool bpfprogs__find(const struct bpfprogs *bp, uint64_t addr, const char **name,
 {
 	size_t n = bp->sorted ? upto(bp, addr) : 0;
 
-	if (!n || addr >= bp->funcs[n - 1].start + bp->funcs[n - 1].len)
+	/* addr - start: start + len may pass 2^64 */
+	if (!n || addr - bp->funcs[n - 1].start >= bp->funcs[n - 1].len)
 		return false;
 	*name = bp->funcs[n - 1].name;
 	*start = bp->funcs[n - 1].start;

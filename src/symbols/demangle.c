@@ -16,9 +16,18 @@
 
 char *demangle(const char *raw)
 {
+	char *pretty;
+
 	/* Itanium C++ and legacy Rust start with _Z, Rust v0 with _R; anything
 	 * else is not mangled and is not worth a parse. */
 	if (!raw || raw[0] != '_' || (raw[1] != 'Z' && raw[1] != 'R'))
 		return NULL;
-	return cplus_demangle(raw, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+	pretty = cplus_demangle(raw, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+	/* libiberty turns some Rust v0 names (_RC0) into "": the raw name
+	 * says more than no name at all */
+	if (pretty && !*pretty) {
+		free(pretty);
+		return NULL;
+	}
+	return pretty;
 }

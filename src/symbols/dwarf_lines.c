@@ -193,13 +193,63 @@ static int index_units(struct dwlines *dl)
 			*r = (struct cu_range){ lo, hi, dwarf_dieoffset(&cudie) };
 		}
 	}
-	qsort(dl->cus.data, dl->cus.nr, sizeof(struct cu_range), cmp_range);
+	if (dl->cus.nr > 1)
+		qsort(dl->cus.data, dl->cus.nr, sizeof(struct cu_range), cmp_range);
 	return 0;
+}
+
+/*
+ * Whether every DWARF string section of elf ends with a NUL. libdw (0.188
+ * at least) hands out DW_FORM_strp / line_strp names as pointers into
+ * .debug_str / .debug_line_str without checking that they end inside it:
+ * a file whose last string is unterminated makes it (and us) read past the
+ * section's buffer. Decompressed here first when compressed: libdw then
+ * finds them so and reads the same bytes.
+ */
+static bool strings_terminated(Elf *elf)
+{
+	static const char *const names[] = { ".debug_str", ".debug_line_str",
+					     ".zdebug_str", ".zdebug_line_str" };
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return true; /* no section names: libdw finds no section either */
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+		Elf_Data *d;
+		size_t i;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		for (i = 0; n && i < sizeof(names) / sizeof(names[0]); i++)
+			if (!strcmp(n, names[i]))
+				break;
+		if (!n || i == sizeof(names) / sizeof(names[0]))
+			continue;
+		if (n[1] == 'z') {
+			if (elf_compress_gnu(scn, 0, 0) < 0)
+				return false;
+		} else if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) {
+			return false;
+		}
+		d = elf_getdata(scn, NULL);
+		if (d && d->d_size && (!d->d_buf || ((const char *)d->d_buf)[d->d_size - 1]))
+			return false;
+	}
+	return true;
 }
 
 static int start(struct dwlines *dl)
 {
 	dl->tried = true;
+	if (!strings_terminated(dl->elf)) {
+		p_warn("%s: its DWARF strings are not terminated; its frames get no source lines",
+		       dl->path);
+		return -EINVAL;
+	}
 	dl->dw = dwarf_begin_elf(dl->elf, DWARF_C_READ, NULL);
 	if (!dl->dw) {
 		p_warn("%s: cannot read its DWARF: %s; its frames get no source lines", dl->path,
@@ -361,9 +411,13 @@ static bool is_holder(int tag)
  * The chain of scopes holding vaddr below parent, outermost first, into
  * chain[] (at most max). dwarf_getscopes would do, but past an inlined
  * instance it goes on with the scopes of the function's abstract
- * definition, not with those of the caller it was inlined into.
+ * definition, not with those of the caller it was inlined into. Holders
+ * add no scope to the chain: their nesting is bounded apart (holders,
+ * as list_functions' depth), or a file nesting namespaces ten thousand
+ * deep would take the stack.
  */
-static size_t descend(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain, size_t n, size_t max)
+static size_t descend(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain, size_t n, size_t max,
+		      int holders)
 {
 	Dwarf_Die child;
 
@@ -373,13 +427,14 @@ static size_t descend(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain, size_
 		int tag = dwarf_tag(&child);
 
 		if (is_holder(tag)) {
-			size_t got = descend(&child, vaddr, chain, n, max);
+			size_t got = holders < 64 ?
+				descend(&child, vaddr, chain, n, max, holders + 1) : n;
 
 			if (got > n)
 				return got;
 		} else if (is_scope(tag) && dwarf_haspc(&child, vaddr) == 1) {
 			chain[n] = child;
-			return descend(&child, vaddr, chain, n + 1, max);
+			return descend(&child, vaddr, chain, n + 1, max, holders);
 		}
 	} while (dwarf_siblingof(&child, &child) == 0);
 	return n;
@@ -448,7 +503,8 @@ static const struct unit_fns *unit_functions(struct dwlines *dl, Dwarf_Die *cudi
 		free(u);
 		return NULL;
 	}
-	qsort(u->fns.data, u->fns.nr, sizeof(struct fn_range), cmp_fn);
+	if (u->fns.nr > 1) /* a unit of no function has no array: qsort(NULL) is UB */
+		qsort(u->fns.data, u->fns.nr, sizeof(struct fn_range), cmp_fn);
 	return u;
 }
 
@@ -507,7 +563,7 @@ static size_t resolve(struct dwlines *dl, uint64_t vaddr)
 	/* the real function, then the scopes inlined into it */
 	nscopes = 0;
 	if (function_of(dl, &cudie, vaddr, &scopes[0]))
-		nscopes = descend(&scopes[0], vaddr, scopes, 1, MAX_SCOPES);
+		nscopes = descend(&scopes[0], vaddr, scopes, 1, MAX_SCOPES, 0);
 	size_t first = 0;
 
 	for (size_t i = first; i < nscopes; i++)

@@ -19,7 +19,9 @@ FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,$(FUZZ_SAN) \
 	-fno-sanitize-recover=all
 # ELF seeds from the fixtures: PIE, non-PIE, shared, stripped, with debug
 # sections compressed (objcopy), and binary + debug file pairs for the
-# debuginfo target, joined by its separator.
+# debuginfo target, joined by its separator; for ehframe, files built
+# without frame pointers, with .debug_frame (own, and a stripped binary +
+# its compressed debug file); for dwarf_lines, inline frames and DWARF 5.
 FUZZ_SEEDS := $(FUZZ_OUT)/seeds/stamp
 
 # The library's objects are the plain build's rules run with other flags:
@@ -44,6 +46,14 @@ $(FUZZ_SEEDS): $(FIXTURES)
 		> $(@D)/debuginfo/byid
 	$(Q){ cat $(FX_DBG)/link; printf 'BPFSDBG!'; cat $(FX_DBG)/link.debug; } \
 		> $(@D)/debuginfo/link
+	$(Q)mkdir -p $(@D)/ehframe $(@D)/dwarf_lines
+	$(Q)cp $(FX_OUT)/fx_nofp $(FX_OUT)/fx_nofp_df $(FX_OUT)/fx_nofp_both $(FX_OUT)/fx_pie \
+		$(FX_OUT)/libfx.so $(@D)/elf/fx_nopie.zdebug $(@D)/ehframe/
+	$(Q){ cat $(FX_OUT)/fx_nofp_df_stripped; printf 'BPFSDBG!'; \
+	  cat $(FX_OUT)/dfzroot/.build-id/df/00df00df00df00df00df00df00df00df00df00.debug; } \
+		> $(@D)/ehframe/df_zdebug
+	$(Q)cp $(FX_OUT)/fx_inline $(FX_OUT)/fx_inline.debug $(FX_OUT)/fx_nopie $(FX_OUT)/libfx.so \
+		$(@D)/elf/fx_nopie.zdebug $(@D)/dwarf_lines/
 	$(Q)touch $@
 
 fuzz-build: $(FUZZ_BINS) $(FUZZ_SEEDS)
