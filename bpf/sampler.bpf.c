@@ -339,9 +339,10 @@ static __always_inline void *rec_reserve(void *ring, __u32 size, __u32 type)
 	busy = bpf_map_lookup_elem(&recs_busy, &zero);
 	if (!seq || !ring || !busy)
 		return NULL;
-	/* a fetching atomic (a full barrier) before the flag is read: the
-	 * loader sets the flag, then reads the busy counts */
-	if (__sync_fetch_and_add(busy, 1) > (1ULL << 62) ||
+	/* A fetching atomic (a full barrier, also on arm64) before the flag
+	 * is read: the loader sets the flag, then reads the busy counts. The
+	 * comparison, never true, only makes clang keep the fetching form. */
+	if (__sync_fetch_and_add(busy, 1) == (1ULL << 63) ||
 	    *(volatile __u32 *)&recs_stop) {
 		__sync_fetch_and_sub(busy, 1);
 		stat_inc_global(BPFS_STAT_RECS_AFTER_STOP);
