@@ -204,6 +204,32 @@ struct {
 	__type(value, __u64);
 } seqs SEC(".maps");
 
+/* Records being numbered and sent right now on each CPU: taken before the
+ * stop flag is read, given back once the record is submitted (or known
+ * unsent). Set the flag, see every CPU at 0, and no record can take a
+ * number any more: the loader then drains and reads where the sequences
+ * ended (sampler__final_seqs), and they match what it received. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} recs_busy SEC(".maps");
+
+/* Set by the loader at the end, after the last drain that completions may
+ * still feed: a record that would come later takes no number and is
+ * counted as BPFS_STAT_RECS_AFTER_STOP instead. */
+__u32 recs_stop = 0;
+
+/* Numbering and reserving must not be split by a preemption: a completion
+ * runs preemptible, and every task run in between on the CPU takes numbers
+ * whose records land before its own, more of them than the loader's window
+ * of late numbers holds (issue #14). Interrupts still nest, a handful of
+ * records at most. Since 6.10; only completions (6.18, use_task_work) run
+ * preemptible, so only then is it called. */
+extern void bpf_preempt_disable(void) __ksym __weak;
+extern void bpf_preempt_enable(void) __ksym __weak;
+
 /* The user stack as walked, leaf first, before it is cut into segments,
  * and the walk's state. The state lives in the map value, not on the BPF
  * stack: the verifier tracks stack values exactly, so a counter there makes
@@ -290,23 +316,49 @@ static __always_inline void *this_ring(void)
 	return bpf_map_lookup_elem(&rings, &cpu);
 }
 
+static __always_inline void recs_busy_put(void)
+{
+	__u32 zero = 0;
+	__u64 *busy = bpf_map_lookup_elem(&recs_busy, &zero);
+
+	if (busy)
+		__sync_fetch_and_sub(busy, 1);
+}
+
 /* Reserves a record on this CPU's ring and fills its header; NULL when the
- * ring is full (the sequence number is spent anyway: a visible gap). */
+ * ring is full (the sequence number is spent anyway: a visible gap) or
+ * when the loader has stopped taking records (no number taken). A record
+ * returned must go to rec_submit. */
 static __always_inline void *rec_reserve(void *ring, __u32 size, __u32 type)
 {
 	struct bpfs_rec_hdr *hdr;
 	__u32 zero = 0;
-	__u64 *seq, s;
+	__u64 *seq, *busy, s;
 
 	seq = bpf_map_lookup_elem(&seqs, &zero);
-	if (!seq || !ring)
+	busy = bpf_map_lookup_elem(&recs_busy, &zero);
+	if (!seq || !ring || !busy)
 		return NULL;
+	/* A fetching atomic (a full barrier, also on arm64) before the flag
+	 * is read: the loader sets the flag, then reads the busy counts. The
+	 * comparison, never true, only makes clang keep the fetching form. */
+	if (__sync_fetch_and_add(busy, 1) == (1ULL << 63) ||
+	    *(volatile __u32 *)&recs_stop) {
+		__sync_fetch_and_sub(busy, 1);
+		stat_inc_global(BPFS_STAT_RECS_AFTER_STOP);
+		return NULL;
+	}
+	if (use_task_work)
+		bpf_preempt_disable();
 	/* atomic: a completion callback in task context and the sampling
 	 * interrupt share this CPU's counter */
 	s = __sync_fetch_and_add(seq, 1) + 1;
 	hdr = bpf_ringbuf_reserve(ring, size, 0);
+	if (use_task_work)
+		bpf_preempt_enable();
 	if (!hdr) {
 		stat_inc_global(BPFS_STAT_RECS_UNSENT);
+		__sync_fetch_and_sub(busy, 1);
 		return NULL;
 	}
 	hdr->type = type;
@@ -324,6 +376,7 @@ static __always_inline void rec_submit(void *ring, void *rec)
 	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(rec, flags);
+	recs_busy_put();
 }
 
 static __always_inline __u64 mix64(__u64 h)
@@ -752,7 +805,9 @@ static int complete_walk(struct bpf_map *map, void *key, void *value)
 	ring = this_ring();
 	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_COMPLETE);
 	if (!rec) {
-		stat_inc_global(BPFS_STAT_COMPLETION_ERR);
+		/* after the stop: counted as such, not as a failure */
+		if (!*(volatile __u32 *)&recs_stop)
+			stat_inc_global(BPFS_STAT_COMPLETION_ERR);
 		return 0;
 	}
 	rec->ustack_id = store_walk(&cw->st, &cw->seg, false);
@@ -934,10 +989,12 @@ static __always_inline void announce_process(const struct bpfs_count_key *key)
 	rec->mm = (__u64)task->mm;
 	__builtin_memcpy(rec->comm, key->comm, sizeof(rec->comm));
 	/* wake the loader now: a process may live only milliseconds */
-	if (announce_now)
+	if (announce_now) {
 		bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
-	else
+		recs_busy_put();
+	} else {
 		rec_submit(ring, rec);
+	}
 }
 
 static __always_inline bool add_count(struct bpfs_count_val *val, __u64 period, __u32 ev)

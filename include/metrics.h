@@ -48,6 +48,9 @@ struct metrics {
 	uint64_t processes_tracked;   /* gauge: processes with state in the agent */
 	uint64_t series_overflowed;   /* counter: processes folded into "other" */
 	uint64_t mappings_lost;	      /* counter: side-band mapping records lost */
+	uint64_t records_unsent;      /* counter: ring records not reserved (BPF) */
+	uint64_t records_missing;     /* gauge: records missing by sequence number */
+	uint64_t records_reordered;   /* counter: records seen twice or too late */
 	uint64_t unwind_rows;	      /* gauge: unwind table rows held */
 	uint64_t unwind_tables_built; /* counter: unwind tables built */
 	uint64_t rss_bytes;	      /* gauge: the agent's resident memory */

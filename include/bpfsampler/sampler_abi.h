@@ -69,6 +69,9 @@ enum bpfs_stat {
 	BPFS_STAT_FOLLOW_FULL,	     /* forked child not followed: `filter` full */
 	BPFS_STAT_MAP_RECS_LOST,     /* exec record not reserved: a sample
 				      * may be named after the older image */
+	BPFS_STAT_RECS_AFTER_STOP,   /* record not numbered: the loader had
+				      * stopped taking them (a completion or
+				      * exec after the final drain) */
 	BPFS_STAT_NR,
 };
 

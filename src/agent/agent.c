@@ -407,6 +407,14 @@ static int close_window(struct agent *a, uint64_t until_unix)
 	if (!err)
 		err = cerr;
 	symbolizer__stats(a->sym, &ys);
+	if (!err) {
+		struct stream_stats ss;
+
+		stream__stats(a->stream, &ss);
+		a->metrics.records_unsent = st.stat[BPFS_STAT_RECS_UNSENT];
+		a->metrics.records_missing = ss.gaps;
+		a->metrics.records_reordered = ss.reordered;
+	}
 	a->windows++;
 	a->metrics.windows_written += files;
 	a->metrics.processes_tracked = ys.procs_live;

@@ -145,6 +145,16 @@ char *metrics__render(const struct metrics *m)
 	scalar(f, "mappings_lost_total", "counter",
 	       "Mapping records the side-band ring had no room for (the maps were read again; "
 	       "raise --sideband-size).", m->mappings_lost);
+	scalar(f, "records_unsent_total", "counter",
+	       "Ring records the BPF side could not reserve (ring full; raise --ring-size): each "
+	       "is a sequence gap.", m->records_unsent);
+	scalar(f, "records_missing", "gauge",
+	       "Ring records missing by sequence number (a record that comes late fills its "
+	       "gap): records_unsent_total but for records still in flight.",
+	       m->records_missing);
+	scalar(f, "records_out_of_order_total", "counter",
+	       "Ring records seen twice or later than the window of late numbers (a bug).",
+	       m->records_reordered);
 	scalar(f, "unwind_table_rows", "gauge",
 	       "Rows the unwind tables hold in the kernel, 16 bytes each (--unwind-rows).",
 	       m->unwind_rows);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -39,6 +40,10 @@
 /* After the events are disabled, the last records are drained for at most
  * this long (only the tracepoints and completions still send). */
 #define FINAL_DRAIN_NS 1000000000ULL
+/* After the stop flag is set, how long to wait for the programs that took
+ * a sequence number to submit their records (microseconds, unless one was
+ * preempted). */
+#define STOP_WAIT_NS 500000000ULL
 /* The callback's way of saying "this pass has had its share". */
 #define DRAIN_BUDGET_SPENT (-ECANCELED)
 
@@ -684,26 +689,65 @@ bool sampler__sideband_stats(const struct sampler *s, struct sideband_stats *out
 	return true;
 }
 
+/* Stops the records: sets the BPF side's stop flag, then waits (bounded)
+ * until no program is between taking a sequence number and submitting its
+ * record. From then on no record takes a number, so the sequences read
+ * after the next drain are final. A completion runs at the sampled
+ * thread's return to user space, however late that is (a thread sampled
+ * in a long system call): without the flag one could take a number after
+ * the final drain, a gap no unsent record matches (issue #14). Returns the
+ * records still busy at the bound (0: quiescent). */
+static uint64_t stop_records(struct sampler *s)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t end = mono_ns() + STOP_WAIT_NS, busy = 0;
+	__u64 *vals;
+	__u32 zero = 0;
+
+	__atomic_store_n(&s->skel->bss->recs_stop, 1, __ATOMIC_SEQ_CST);
+	/* the flag before the counts (the programs: count, then flag) */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
+	if (!vals)
+		return 0;
+	for (;;) {
+		busy = 0;
+		if (bpf_map__lookup_elem(s->skel->maps.recs_busy, &zero, sizeof(zero), vals,
+					 ncpu * sizeof(*vals), 0))
+			break;
+		for (int i = 0; i < ncpu; i++)
+			busy += vals[i];
+		if (!busy || mono_ns() >= end)
+			break;
+		usleep(1000);
+	}
+	free(vals);
+	return busy;
+}
+
 int sampler__final_seqs(struct sampler *s, uint64_t *seqs, int nr)
 {
 	__u32 zero = 0;
-	uint64_t end;
+	uint64_t end, busy;
 
 	if (nr < s->nr_rings)
 		return -EINVAL;
 	/* The exec and fork programs send records until their links are
-	 * gone (the detach waits for a grace period, so none is still
-	 * running). One that took a number after the final drain would leave
-	 * a gap in a sequence read here with no unsent record to match it
-	 * ("missing by sequence number (mismatch!)" in a fork storm): wait for
-	 * the detach, drain again, then read where the sequences ended. */
+	 * gone, completions until the stop flag: wait for the detach (its
+	 * records drained meanwhile were numbered), stop the records, drain
+	 * what was sent before, then read where the sequences ended. */
 	if (s->detaching) {
 		pthread_join(s->detacher, NULL);
 		s->detaching = false;
-		end = mono_ns() + FINAL_DRAIN_NS;
-		while (drain_pass(s) > 0 && mono_ns() < end)
-			;
 	}
+	busy = stop_records(s);
+	if (busy)
+		p_warn("%" PRIu64 " records were still being sent %d ms after the stop: the "
+		       "sequence check may count them as missing", busy,
+		       (int)(STOP_WAIT_NS / 1000000));
+	end = mono_ns() + FINAL_DRAIN_NS;
+	while (drain_pass(s) > 0 && mono_ns() < end)
+		;
 	return bpf_map__lookup_elem(s->skel->maps.seqs, &zero, sizeof(zero), seqs,
 				    s->nr_rings * sizeof(*seqs), 0);
 }

@@ -455,6 +455,8 @@ static const char *const stat_names[BPFS_STAT_NR] = {
 	[BPFS_STAT_FOLLOW_FULL] = "forked children not followed (filter full)",
 	[BPFS_STAT_MAP_RECS_LOST] = "exec records not sent (ring full: samples after them "
 				    "may be named after the older image; raise --ring-size)",
+	[BPFS_STAT_RECS_AFTER_STOP] = "records not taken after the stop (late completions or "
+				      "execs)",
 };
 
 static void print_group(FILE *f, const char *title, const struct sampler_stats *st,
@@ -528,7 +530,7 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 	else
 		fprintf(f, "  lost: 0\n");
 	print_group(f, "incomplete:", st, BPFS_STAT_USTACK_ERR, BPFS_STAT_USTACK_BADFRAME);
-	print_group(f, "other:", st, BPFS_STAT_STACK_RECS_LOST, BPFS_STAT_MAP_RECS_LOST);
+	print_group(f, "other:", st, BPFS_STAT_STACK_RECS_LOST, BPFS_STAT_RECS_AFTER_STOP);
 	if (ss->gaps || v[BPFS_STAT_RECS_UNSENT])
 		fprintf(f, "  rings: %" PRIu64 " records not sent (ring full), %" PRIu64
 			" missing by sequence number%s\n",

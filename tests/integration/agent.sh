@@ -67,6 +67,8 @@ grep -q '^bpfsampler_windows_written_total [1-9]' "$TMP/agent.prom" &&
 	grep -q '^bpfsampler_unwind_table_rows [1-9]' "$TMP/agent.prom" &&
 	grep -q '^bpfsampler_unwind_tables_built_total [1-9]' "$TMP/agent.prom" &&
 	grep -q '^bpfsampler_mappings_lost_total 0$' "$TMP/agent.prom" &&
+	grep -q '^bpfsampler_records_unsent_total [0-9]' "$TMP/agent.prom" &&
+	grep -q '^bpfsampler_records_out_of_order_total 0$' "$TMP/agent.prom" &&
 	pass "metrics file written" || fail "metrics file written" "$(head -20 "$TMP/agent.prom")"
 
 # --- kill -9 and restart ---------------------------------------------------

@@ -36,6 +36,9 @@ static void fill(struct metrics *m)
 	m->processes_tracked = 321;
 	m->series_overflowed = 8;
 	m->mappings_lost = 9;
+	m->records_unsent = 12;
+	m->records_missing = 13;
+	m->records_reordered = 14;
 	m->unwind_rows = 28271;
 	m->unwind_tables_built = 11;
 	m->rss_bytes = 1 << 20;
@@ -78,6 +81,12 @@ static void check_text(const char *t)
 	HAS(t, "bpfsampler_series_overflowed_total 8");
 	HAS(t, "# TYPE bpfsampler_mappings_lost_total counter");
 	HAS(t, "bpfsampler_mappings_lost_total 9");
+	HAS(t, "# TYPE bpfsampler_records_unsent_total counter");
+	HAS(t, "bpfsampler_records_unsent_total 12");
+	HAS(t, "# TYPE bpfsampler_records_missing gauge");
+	HAS(t, "bpfsampler_records_missing 13");
+	HAS(t, "# TYPE bpfsampler_records_out_of_order_total counter");
+	HAS(t, "bpfsampler_records_out_of_order_total 14");
 	HAS(t, "# TYPE bpfsampler_unwind_table_rows gauge");
 	HAS(t, "bpfsampler_unwind_table_rows 28271");
 	HAS(t, "bpfsampler_unwind_tables_built_total 11");
@@ -103,7 +112,7 @@ static void test_render(void)
 		helps++;
 	for (const char *p = t; (p = strstr(p, "# TYPE ")); p++)
 		types++;
-	CHECK(helps == types && helps == 19, "16 metrics, %d HELP and %d TYPE", helps, types);
+	CHECK(helps == types && helps == 22, "22 metrics, %d HELP and %d TYPE", helps, types);
 	CHECK(t[strlen(t) - 1] == '\n', "ends with a newline");
 	CHECK(strstr(t, "bpfsampler_build_info{version=\"") != NULL, "build info");
 	free(t);
