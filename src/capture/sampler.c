@@ -538,6 +538,11 @@ static void *detach_followers(void *arg)
 	return NULL;
 }
 
+int sampler__disable(struct sampler *s)
+{
+	return s->events ? perf_events__disable(s->events) : 0;
+}
+
 int sampler__stop(struct sampler *s)
 {
 	uint64_t end;
