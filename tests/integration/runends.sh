@@ -290,6 +290,23 @@ else
 	fail "a limit lowered during the run is in the summary" "exit $rc: $(cat "$TMP/low.err")"
 fi
 
+# The agent says so too: a warning in its log, and the metric.
+"$BPFS" agent -F 2000 -d 3.5 --interval 1 --output-dir "$TMP/lowspool" \
+	--metrics-file "$TMP/low.prom" 2>"$TMP/lowagent.err" &
+pid=$!
+sleep 1.5
+echo 1000 >/proc/sys/kernel/perf_event_max_sample_rate
+wait $pid
+rc=$?
+restore_rate
+m=$(awk '$1 == "bpfsampler_kernel_max_sample_rate" { print $2 }' "$TMP/low.prom" 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$m" = 1000 ] &&
+	grep -q "perf_event_max_sample_rate went from $rate to 1000.*throttled" "$TMP/lowagent.err"; then
+	pass "the agent reports a limit lowered during the run (warning, metric $m)"
+else
+	fail "the agent reports a limit lowered during the run" "exit $rc, metric '$m': $(tail -5 "$TMP/lowagent.err")"
+fi
+
 # File modes: profiles 0600 whatever the umask; the agent's spool 0640,
 # its metrics file 0644, its log 0640 (docs/design.md, "Privileges").
 (umask 000 && "$BPFS" -F 99 -d 0.3 -o "$TMP/mode.folded" 2>/dev/null)

@@ -39,6 +39,7 @@ static void fill(struct metrics *m)
 	m->unwind_rows = 28271;
 	m->unwind_tables_built = 11;
 	m->rss_bytes = 1 << 20;
+	m->max_sample_rate = 25000;
 	m->cpu_seconds = 1.5;
 }
 
@@ -81,6 +82,7 @@ static void check_text(const char *t)
 	HAS(t, "# TYPE bpfsampler_unwind_table_rows gauge");
 	HAS(t, "bpfsampler_unwind_table_rows 28271");
 	HAS(t, "bpfsampler_unwind_tables_built_total 11");
+	HAS(t, "bpfsampler_kernel_max_sample_rate 25000");
 	HAS(t, "bpfsampler_resident_memory_bytes 1048576");
 	HAS(t, "# TYPE bpfsampler_cpu_seconds_total counter");
 	HAS(t, "bpfsampler_cpu_seconds_total 1.500");
