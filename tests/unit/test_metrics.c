@@ -105,7 +105,7 @@ static void test_render(void)
 		helps++;
 	for (const char *p = t; (p = strstr(p, "# TYPE ")); p++)
 		types++;
-	CHECK(helps == types && helps == 19, "16 metrics, %d HELP and %d TYPE", helps, types);
+	CHECK(helps == types && helps == 20, "20 metrics, %d HELP and %d TYPE", helps, types);
 	CHECK(t[strlen(t) - 1] == '\n', "ends with a newline");
 	CHECK(strstr(t, "bpfsampler_build_info{version=\"") != NULL, "build info");
 	free(t);
