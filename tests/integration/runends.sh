@@ -263,6 +263,9 @@ refused "cpu-clock/freq=9999999/" "freq=9999999" -e cpu-clock/freq=9999999/
 refused "cycles/freq=200000/" "perf_event_max_sample_rate" -e cycles/freq=200000/
 
 # Sizes the machine cannot give are refused before any map is made.
+refused "--ring-size 2G" "--ring-size '2G': give a power of 2 from 4K to 1G" --ring-size 2G
+refused "--ring-size not a power of 2" "power of 2" --ring-size 3M
+refused "--sideband-size 2G" "--sideband-size '2G': give a power of 2 from 4K to 1G" --sideband-size 2G
 refused "--map-entries and --stack-entries 67108864" "--stack-entries 67108864: [0-9.]* GB.*free" \
 	--map-entries 67108864 --stack-entries 67108864
 refused "--stack-entries alone" "more than half" --stack-entries 67108864
