@@ -644,6 +644,7 @@ static int run(const struct opts *o, struct outputs *outs)
 	struct run r = { .o = o, .outs = outs };
 	pthread_t stopper_th;
 	bool stopper_on = false;
+	sigset_t stop_sigs, old_sigs;
 	int err;
 
 	err = run_setup(&r);
@@ -679,8 +680,15 @@ static int run(const struct opts *o, struct outputs *outs)
 	ehframe__set_cancel(run_over);
 	r.deadline = o->duration > 0 ? now_s() + o->duration : 0;
 	run_deadline = r.deadline;
+	/* the stopper blocks SIGINT and SIGTERM (its mask is inherited), so
+	 * they reach the main thread and wake its poll */
+	sigemptyset(&stop_sigs);
+	sigaddset(&stop_sigs, SIGINT);
+	sigaddset(&stop_sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop_sigs, &old_sigs);
 	stopper_on = sem_init(&stop_sem, 0, 0) == 0 &&
 		     pthread_create(&stopper_th, NULL, stopper, &r) == 0;
+	pthread_sigmask(SIG_SETMASK, &old_sigs, NULL);
 	sampling = 1;
 	sample_loop(&r);
 	if (!exiting)
