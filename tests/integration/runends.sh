@@ -13,11 +13,14 @@ BOUND=5 # seconds past the signal, for the phases after sampling and the agent
 # SIGTERM are honoured within 1 s at any rate. Measured here from the
 # moment sampling starts (-v's "sampling" line, stamped as it arrives) or
 # the signal is sent, to the exit, profile written. On this 2-CPU VM with
-# other builds running, -d 1 at -F 100000 exits 0.2-0.8 s past its
-# duration and a signal ends the run in 0.1-0.6 s (the summary of the
-# run); the bound asserted is 2 s, twice the promise, so that a CPU taken
-# by a compiler for a moment does not fail the suite while a drain loop
-# that ignores its deadline (7 to 230 s before it was bounded) still does.
+# other builds running, -d 1 at -F 100000 exits 0.08-0.33 s past its
+# duration and a signal ends the run in 0.1-1.6 s. (Not the summary's
+# seconds: those are the events' enabled time, which starts before the
+# "sampling" line, while the first unwind tables are built.) A stamp can
+# come late when the stamper is starved (a -d 0.3 run "ended" 0.1 s early
+# once), so the bound is loose either way: 2 s, twice the promise, so that
+# a CPU taken by a compiler for a moment does not fail the suite while a
+# loader that ignores its deadline (7 to 230 s before) still does.
 PROMISE_MS=2000
 
 ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
@@ -64,16 +67,12 @@ ends_within() {
 	stamped_wait "$TMP/end.err"
 	t0=$(started_at "$TMP/end.err")
 	local past=$((t1 - ${t0:-0} - $(awk -v d="$dur" 'BEGIN { printf "%d", d * 1000 }')))
-	# and the summary's own sampling time (to the end of the final drain):
-	# the stamp of the "sampling" line may come late on a starved CPU
-	local sampled=$(awk '$2 == "bpfsampler:" && $4 == "s" && $5 == "on" { printf "%d", $3 * 1000 }' "$TMP/end.err")
-	sampled=$((${sampled:-99999} - $(awk -v d="$dur" 'BEGIN { printf "%d", d * 1000 }')))
-	if [ $rc -eq 0 ] && [ -n "$t0" ] && [ "$past" -le $PROMISE_MS ] && [ "$sampled" -le $PROMISE_MS ] &&
+	if [ $rc -eq 0 ] && [ -n "$t0" ] && [ "$past" -le $PROMISE_MS ] &&
 		grep -q 'samples taken' "$TMP/end.err" && [ -s "$TMP/end.out" ]; then
-		pass "$name: -d $dur exited $past ms past its duration (sampled $sampled ms past), exit 0, profile written"
+		pass "$name: -d $dur exited $past ms past its duration, exit 0, profile written"
 	else
 		fail "$name: -d $dur exits within $PROMISE_MS ms past its duration" \
-			"exit $rc, $past ms past (sampled $sampled ms past; sampling from ${t0:-never}): $(grep -v ' EOF$' "$TMP/end.err" | tail -3)"
+			"exit $rc, $past ms past (sampling from ${t0:-never}): $(grep -v ' EOF$' "$TMP/end.err" | tail -3)"
 	fi
 }
 
