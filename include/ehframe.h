@@ -51,6 +51,13 @@ int ehframe__load(const char *path, struct ehframe **out);
  * instead of path's own. */
 int ehframe__load_debug(const char *path, const char *debug_path, struct ehframe **out);
 void ehframe__free(struct ehframe *t);
+/* fn is asked every EHFRAME_CANCEL_EVERY functions while a table is
+ * built; when it says true the build is abandoned (-ECANCELED). A large
+ * file's table takes seconds of a CPU that sampling at 100 kHz leaves
+ * little of, and a run past its end must not wait for it (docs/design.md,
+ * "Every run ends"). NULL (the default): never abandoned. */
+#define EHFRAME_CANCEL_EVERY 256
+void ehframe__set_cancel(bool (*fn)(void));
 const struct bpfs_unwind_row *ehframe__rows(const struct ehframe *t, size_t *nr);
 /* The row that covers file address pc, or NULL (below the first row). */
 const struct bpfs_unwind_row *ehframe__find(const struct ehframe *t, uint64_t pc);

@@ -53,6 +53,7 @@ struct metrics {
 	uint64_t records_reordered;   /* counter: records seen twice or too late */
 	uint64_t unwind_rows;	      /* gauge: unwind table rows held */
 	uint64_t unwind_tables_built; /* counter: unwind tables built */
+	uint64_t max_sample_rate;     /* gauge: perf_event_max_sample_rate now */
 	uint64_t rss_bytes;	      /* gauge: the agent's resident memory */
 	double cpu_seconds;	      /* counter: the agent's user+system CPU time */
 };

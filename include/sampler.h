@@ -117,6 +117,9 @@ int sampler__poll(struct sampler *s, int timeout_ms);
  * unwind_rows entries) and the per-process hash. -ENOENT with --unwind
  * fp. */
 int sampler__unwind_maps(struct sampler *s, int *rows_fd, int *procs_fd);
+/* Disables the events only: sampling ends, nothing is drained. Safe from
+ * another thread while the loader drains (ioctls on the events' fds). */
+int sampler__disable(struct sampler *s);
 /* Disables the events and drains what is left. Counts no longer change. */
 int sampler__stop(struct sampler *s);
 int sampler__stats(struct sampler *s, struct sampler_stats *out);

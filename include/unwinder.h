@@ -62,6 +62,7 @@ struct unwinder_stats {
 	uint64_t debug_files;	/* of those, from a separate debug file's */
 	uint64_t no_table;	/* files with neither .eh_frame nor .debug_frame */
 	uint64_t full;		/* tables not loaded: the rows were full */
+	uint64_t abandoned;	/* builds given up: the run was ending */
 	uint64_t released;	/* tables released (no process maps the file) */
 	uint64_t idle;		/* of the tables held, kept with no process */
 	uint64_t idle_rows;	/* their rows */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "ehframe.h"
 #include "features.h"
 #include "hashmap.h"
 #include "log.h"
@@ -66,6 +67,12 @@ static void on_stop(int sig)
 	stop_sig = sig;
 }
 
+/* Stopping: a table being built is not waited for (ehframe__set_cancel). */
+static bool stopping(void)
+{
+	return stop_sig;
+}
+
 static void on_hup(int sig)
 {
 	reload = 1;
@@ -95,6 +102,7 @@ struct agent {
 	uint64_t until_unix_ns;
 	uint64_t until_mono_ns;
 	uint64_t windows;
+	long max_rate; /* perf_event_max_sample_rate at the last window's close */
 };
 
 static uint64_t clock_ns(clockid_t id)
@@ -365,6 +373,24 @@ static void warn_sideband_lost(struct agent *a)
 	a->sideband_lost = sb.lost;
 }
 
+/* The kernel lowers the sysctl itself when sampling interrupts run long
+ * ("perf: interrupt took too long") and throttles every event above the
+ * new limit from then on: said once per change, and a metric. */
+static void warn_rate_lowered(struct agent *a)
+{
+	long now = features__max_sample_rate();
+
+	if (now <= 0)
+		return;
+	a->metrics.max_sample_rate = now;
+	if (a->max_rate > 0 && now < a->max_rate)
+		p_warn("kernel.perf_event_max_sample_rate went from %ld to %ld this window (the "
+		       "kernel lowers it when sampling interrupts run long)%s", a->max_rate, now,
+		       (long)a->o->freq > now ? "; samples above the new limit are throttled: "
+						 "use a lower -F" : "");
+	a->max_rate = now;
+}
+
 static uint64_t lost_since(const struct sampler_stats *now, const struct sampler_stats *last)
 {
 	uint64_t n = 0;
@@ -437,6 +463,7 @@ static int close_window(struct agent *a, uint64_t until_unix)
 	       mallinfo2().uordblks / 1e6, a->metrics.cpu_seconds);
 	a->last = st;
 	warn_sideband_lost(a);
+	warn_rate_lowered(a);
 	a->from_unix_ns = a->until_unix_ns;
 	set_window_end(a, a->from_unix_ns);
 	if (!err)
@@ -644,10 +671,13 @@ int agent__run(const struct opts *o, agent_reparse_fn reparse, void *ctx)
 	sigaction(SIGINT, &stop, NULL);
 	sigaction(SIGTERM, &stop, NULL);
 	sigaction(SIGHUP, &hup, NULL);
+	ehframe__set_cancel(stopping);
 	err = agent__setup(&a);
 	if (err)
 		goto out;
 	a.from_unix_ns = clock_ns(CLOCK_REALTIME);
+	a.max_rate = features__max_sample_rate();
+	a.metrics.max_sample_rate = a.max_rate > 0 ? a.max_rate : 0;
 	set_window_end(&a, a.from_unix_ns);
 	err = stream__set_window_end(a.stream, a.until_mono_ns);
 	if (err)

@@ -160,6 +160,10 @@ char *metrics__render(const struct metrics *m)
 	       m->unwind_rows);
 	scalar(f, "unwind_tables_built_total", "counter",
 	       "Unwind tables built from .eh_frame or .debug_frame.", m->unwind_tables_built);
+	scalar(f, "kernel_max_sample_rate", "gauge",
+	       "kernel.perf_event_max_sample_rate as of the last window: the kernel lowers it "
+	       "when sampling interrupts run long, and throttles every rate above it.",
+	       m->max_sample_rate);
 	scalar(f, "resident_memory_bytes", "gauge", "The agent's resident memory.",
 	       m->rss_bytes);
 	head(f, "cpu_seconds_total", "counter", "The agent's own user and system CPU time.");

@@ -543,10 +543,16 @@ static void *detach_followers(void *arg)
 	return NULL;
 }
 
+int sampler__disable(struct sampler *s)
+{
+	return s->events ? perf_events__disable(s->events) : 0;
+}
+
 int sampler__stop(struct sampler *s)
 {
-	uint64_t end;
-	int err = 0;
+	unsigned long long records = 0;
+	uint64_t t0, end;
+	int err = 0, n, passes = 0;
 
 	if (s->stopped)
 		return 0;
@@ -555,11 +561,17 @@ int sampler__stop(struct sampler *s)
 	s->stopped = true;
 	/* With the events off the rings empty fast; the bound is for the
 	 * tracepoints and completions that still send. */
-	end = mono_ns() + FINAL_DRAIN_NS;
+	t0 = mono_ns();
+	end = t0 + FINAL_DRAIN_NS;
 	do {
 		if (s->sb)
 			sideband__consume(s->sb);
-	} while (drain_pass(s) > 0 && mono_ns() < end);
+		n = drain_pass(s);
+		passes++;
+		records += n > 0 ? n : 0;
+	} while (n > 0 && mono_ns() < end);
+	p_dbg("final drain: %d passes, %llu records, %.0f ms", passes, records,
+	      (mono_ns() - t0) / 1e6);
 	/* on failure the skeleton's destroy detaches them, waiting */
 	s->detaching = !pthread_create(&s->detacher, NULL, detach_followers, s->skel);
 	return err;

@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 #include "agent_config.h"
 #include "atomicfile.h"
 #include "command.h"
+#include "ehframe.h"
 #include "events.h"
 #include "features.h"
 #include "folded.h"
@@ -70,11 +73,16 @@ static void abort_run(int sig)
 	_exit(128 + sig);
 }
 
+/* Posted when a signal ends sampling: the stopper thread disables the
+ * events at once (sem_post is async-signal-safe). */
+static sem_t stop_sem;
+
 static void on_signal(int sig)
 {
 	if (exiting || !sampling)
 		abort_run(sig);
 	exiting = sig;
+	sem_post(&stop_sem);
 	abort_msg = "bpfsampler: interrupted again: stopped at once; the profile was not "
 		    "written\n";
 }
@@ -90,6 +98,16 @@ static double clock_s(clockid_t clk)
 static double now_s(void)
 {
 	return clock_s(CLOCK_MONOTONIC);
+}
+
+/* CLOCK_MONOTONIC when -d ends sampling; 0: no -d, or not sampling yet. */
+static double run_deadline;
+
+/* Past the end of sampling (-d, a signal): a table being built is not
+ * waited for (ehframe__set_cancel). */
+static bool run_over(void)
+{
+	return exiting || (run_deadline && now_s() >= run_deadline);
 }
 
 static int on_record(void *ctx, const void *data, size_t size)
@@ -109,6 +127,7 @@ struct run {
 	struct report_stats rs; /* summed over events */
 	size_t lines;		/* folded lines, summed over events */
 	double t0;		/* CLOCK_MONOTONIC at the start of sampling */
+	double deadline;	/* CLOCK_MONOTONIC at which -d ends it; 0: none */
 	long max_rate[2];	/* perf_event_max_sample_rate at start, at end */
 	uint64_t start_unix_ns;
 	uint64_t duration_ns;
@@ -144,7 +163,7 @@ static void sample_loop(struct run *r)
 	struct symbolizer *sym = r->sym;
 	struct unwinder *uw = r->uw;
 	uint64_t stored_at_clear = 0;
-	double deadline = o->duration > 0 ? now_s() + o->duration : 0;
+	double deadline = r->deadline;
 	double next_refresh = now_s() + 0.25;
 
 	/* sampler__poll returns after a bounded pass (docs/design.md,
@@ -175,6 +194,33 @@ static void sample_loop(struct run *r)
 		if (cmd && command__poll(cmd))
 			break;
 	}
+}
+
+/*
+ * The stopper disables the events when -d runs out or a signal comes,
+ * whatever the loader is doing then. At -F 100000 the BPF programs leave
+ * user space little CPU: the loader, inside one process's maps or a large
+ * file's unwind table, took seconds to come back to its loop (37 s after
+ * SIGTERM with compilers starting); with the events off it gets the CPU
+ * back at once (docs/design.md, "Every run ends").
+ */
+static void *stopper(void *arg)
+{
+	struct run *r = arg;
+	struct timespec ts;
+	int rc;
+
+	do {
+		if (r->deadline) {
+			ts.tv_sec = (time_t)r->deadline;
+			ts.tv_nsec = (long)((r->deadline - ts.tv_sec) * 1e9);
+			rc = sem_clockwait(&stop_sem, CLOCK_MONOTONIC, &ts);
+		} else {
+			rc = sem_wait(&stop_sem);
+		}
+	} while (rc && errno == EINTR);
+	sampler__disable(r->s);
+	return NULL;
 }
 
 /* Records lost after the last one received: read where each CPU's
@@ -476,6 +522,10 @@ static void print_unwind(const struct run *r)
 		(unsigned long long)us.processes, (unsigned long long)us.released,
 		(unsigned long long)us.idle, (unsigned long long)us.idle_rows,
 		(unsigned long long)us.reused, (unsigned long long)us.evicted);
+	if (us.abandoned)
+		fprintf(stderr, "  unwind tables: %llu builds abandoned when sampling ended "
+			"(a table still being built then is not waited for)\n",
+			(unsigned long long)us.abandoned);
 	if (us.update_errors || us.maps_left_out)
 		fprintf(stderr, "  unwind tables: %llu process entries refused by the BPF map "
 			"(8192 processes at once: walked by frame pointers), %llu mappings "
@@ -592,6 +642,9 @@ static int run_setup(struct run *r)
 static int run(const struct opts *o, struct outputs *outs)
 {
 	struct run r = { .o = o, .outs = outs };
+	pthread_t stopper_th;
+	bool stopper_on = false;
+	sigset_t stop_sigs, old_sigs;
 	int err;
 
 	err = run_setup(&r);
@@ -624,6 +677,18 @@ static int run(const struct opts *o, struct outputs *outs)
 	r.t0 = now_s();
 	r.start_unix_ns = now_unix_ns();
 	r.max_rate[0] = features__max_sample_rate();
+	ehframe__set_cancel(run_over);
+	r.deadline = o->duration > 0 ? now_s() + o->duration : 0;
+	run_deadline = r.deadline;
+	/* the stopper blocks SIGINT and SIGTERM (its mask is inherited), so
+	 * they reach the main thread and wake its poll */
+	sigemptyset(&stop_sigs);
+	sigaddset(&stop_sigs, SIGINT);
+	sigaddset(&stop_sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop_sigs, &old_sigs);
+	stopper_on = sem_init(&stop_sem, 0, 0) == 0 &&
+		     pthread_create(&stopper_th, NULL, stopper, &r) == 0;
+	pthread_sigmask(SIG_SETMASK, &old_sigs, NULL);
 	sampling = 1;
 	sample_loop(&r);
 	if (!exiting)
@@ -635,6 +700,10 @@ static int run(const struct opts *o, struct outputs *outs)
 		abort_msg = "bpfsampler: interrupted again: stopped at once; the profile on "
 			    "stdout is incomplete\n";
 	sampling = 0;
+	if (stopper_on) {
+		sem_post(&stop_sem);
+		pthread_join(stopper_th, NULL);
+	}
 
 	err = sampler__stop(r.s);
 	r.duration_ns = (now_s() - r.t0) * 1e9;

@@ -55,6 +55,13 @@ struct ehframe {
 #define DW_EH_PE_pcrel 0x10
 #define DW_EH_PE_datarel 0x30
 
+static bool (*cancel_fn)(void);
+
+void ehframe__set_cancel(bool (*fn)(void))
+{
+	cancel_fn = fn;
+}
+
 static int32_t rd_s32(const unsigned char *p)
 {
 	int32_t v;
@@ -423,8 +430,12 @@ static int build(struct ehframe *t, Elf *elf, Elf *dbg)
 	}
 	t->funcs.nr = w;
 	err = 0;
-	for (size_t i = 0; i < t->funcs.nr && !err; i++)
-		err = read_function(t, cfis, i);
+	for (size_t i = 0; i < t->funcs.nr && !err; i++) {
+		if (cancel_fn && i % EHFRAME_CANCEL_EVERY == 0 && cancel_fn())
+			err = -ECANCELED;
+		else
+			err = read_function(t, cfis, i);
+	}
 	t->stats.rows = t->rows.nr;
 out:
 	if (cfis[SRC_EH])

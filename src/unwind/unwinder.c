@@ -306,6 +306,11 @@ static void load_table(struct unwinder *u, struct table *t, const char *path, co
 	int err;
 
 	err = load_cfi(u, path, name, &eh);
+	if (err == -ECANCELED) {
+		p_dbg("%s: unwind table abandoned: the run is ending", name);
+		u->stats.abandoned++;
+		return;
+	}
 	if (err) {
 		p_dbg("%s: no unwind table: %s", name, strerror(-err));
 		u->stats.no_table++;

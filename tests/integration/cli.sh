@@ -133,6 +133,17 @@ if mount -t tmpfs -o size=64k none "$TMP/small"; then
 else
 	fail "a full disk: cannot mount a small tmpfs"
 fi
+# stdout that cannot take the profile (/dev/full): the error keeps its
+# cause, the exit is not 0, the summary still comes (issue #14).
+for fmt in folded samples pprof; do
+	"$BPFS" -F 99 -d 0.5 --format $fmt >/dev/full 2>"$TMP/devfull.err"
+	rc=$?
+	[ $rc -ne 0 ] && grep -q "cannot write the profile to stdout: No space left on device" "$TMP/devfull.err" &&
+		grep -q "samples taken" "$TMP/devfull.err" &&
+		pass "--format $fmt to /dev/full: 'No space left on device', exit $rc" ||
+		fail "--format $fmt to /dev/full: the error with its cause, exit not 0" \
+			"exit $rc: $(grep -v '^ ' "$TMP/devfull.err" | tail -3)"
+done
 "$BPFS" -F 99 -d 0.5 -o "$TMP/keep.folded" 2>/dev/null
 [ "$(cat "$TMP/keep.folded")" != "old;profile 1" ] && [ -s "$TMP/keep.folded" ] &&
 	! ls "$TMP"/.tmp.keep.folded.* >/dev/null 2>&1 &&

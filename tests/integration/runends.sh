@@ -7,22 +7,55 @@
 source "$(dirname "$0")/lib.sh"
 require_root runends
 
-BOUND=5 # seconds past the duration or the signal
+BOUND=5 # seconds past the signal, for the phases after sampling and the agent
 
-ms() { echo $(($(date +%s%N) / 1000000)); }
+# The promise (docs/design.md, "Every run ends"): the duration, SIGINT and
+# SIGTERM are honoured within 1 s at any rate. Measured here from the
+# moment sampling starts (-v's "sampling" line, stamped as it arrives) or
+# the signal is sent, to the exit, profile written. On this 2-CPU VM with
+# other builds running, -d 1 at -F 100000 exits 0.08-0.33 s past its
+# duration and a signal ends the run in 0.1-1.6 s. (Not the summary's
+# seconds: those are the events' enabled time, which starts before the
+# "sampling" line, while the first unwind tables are built.) A stamp can
+# come late when the stamper is starved (a -d 0.3 run "ended" 0.1 s early
+# once), so the bound is loose either way: 2 s, twice the promise, so that
+# a CPU taken by a compiler for a moment does not fail the suite while a
+# loader that ignores its deadline (7 to 230 s before) still does.
+PROMISE_MS=2000
+
+ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+# stamp FILE: each line of stdin into FILE, after the time it arrived (ms);
+# "EOF" last. EPOCHREALTIME: no fork per line, the stamp is not late.
+stamp() {
+	local l
+	while IFS= read -r l; do
+		printf '%s %s\n' $((${EPOCHREALTIME/./} / 1000)) "$l"
+	done >"$1"
+	echo "$(ms) EOF" >>"$1"
+}
+# stamped_wait FILE: wait (up to 5 s) for stamp to finish FILE.
+stamped_wait() {
+	for _ in $(seq 100); do
+		grep -q ' EOF$' "$1" 2>/dev/null && return
+		sleep 0.05
+	done
+}
+# started_at FILE: when the stamped stderr said sampling started.
+started_at() { awk '$2 == "bpfsampler:" && $3 ~ /^sampling/ { print $1; exit }' "$1"; }
 # A watchdog's sleep keeps running after the watchdog is killed: its
 # output goes to /dev/null so it does not hold tests/run's pipe open.
 
 progs_before=$(our_progs)
 
-# ends_within NAME ARGS...: bpfsampler -d D ARGS exits 0 within D + BOUND
-# seconds with a profile and its summary. A watchdog kills it after 60 s so
-# a hang is a failure, not a stuck suite.
+# ends_within NAME DUR ARGS...: bpfsampler -v -d DUR ARGS exits 0 within
+# DUR s + PROMISE_MS of the start of sampling, the profile written, the
+# summary printed. A watchdog kills it after 60 s: a hang is a failure,
+# not a stuck suite.
 ends_within() {
 	local name=$1 dur=$2 t0 t1 rc
 	shift 2
-	t0=$(ms)
-	"$BPFS" -d "$dur" -o "$TMP/end.out" "$@" 2>"$TMP/end.err" &
+	rm -f "$TMP/end.out"
+	"$BPFS" -v -d "$dur" -o "$TMP/end.out" "$@" 2> >(stamp "$TMP/end.err") &
 	local pid=$!
 	(sleep 60 && kill -KILL $pid) >/dev/null 2>&1 &
 	local dog=$!
@@ -31,49 +64,108 @@ ends_within() {
 	t1=$(ms)
 	kill $dog 2>/dev/null
 	wait $dog 2>/dev/null
-	local limit=$(awk -v d="$dur" -v b=$BOUND 'BEGIN { printf "%d", (d + b) * 1000 }')
-	if [ $rc -eq 0 ] && [ $((t1 - t0)) -le "$limit" ] && grep -q 'samples taken' "$TMP/end.err" &&
-		[ -s "$TMP/end.out" ]; then
-		pass "$name: -d $dur ended after $((t1 - t0)) ms, exit 0, profile written"
+	stamped_wait "$TMP/end.err"
+	t0=$(started_at "$TMP/end.err")
+	local past=$((t1 - ${t0:-0} - $(awk -v d="$dur" 'BEGIN { printf "%d", d * 1000 }')))
+	if [ $rc -eq 0 ] && [ -n "$t0" ] && [ "$past" -le $PROMISE_MS ] &&
+		grep -q 'samples taken' "$TMP/end.err" && [ -s "$TMP/end.out" ]; then
+		pass "$name: -d $dur exited $past ms past its duration, exit 0, profile written"
 	else
-		fail "$name: -d $dur ends in time" "exit $rc after $((t1 - t0)) ms: $(tail -3 "$TMP/end.err")"
+		fail "$name: -d $dur exits within $PROMISE_MS ms past its duration" \
+			"exit $rc, $past ms past (sampling from ${t0:-never}): $(grep -v ' EOF$' "$TMP/end.err" | tail -3)"
 	fi
 }
 
-# sigterm_within NAME WAIT WANT CMD...: SIGTERM after WAIT s ends CMD within
-# BOUND seconds, exit 0, and its stderr says WANT.
-sigterm_within() {
-	local name=$1 wait=$2 want=$3 t0 t1 rc
-	shift 3
+ends_within "aggregate -F 100000" 1 -F 100000
+ends_within "aggregate -F 100000 with idle" 1 -F 100000 -I
+ends_within "stream -F 100000" 1 --mode stream -F 100000
+ends_within "--format samples -F 100000" 1 --format samples -F 100000
+ends_within "stream, cpu-clock at its shortest period" 1 --mode stream -I -e cpu-clock/period=10000/
+ends_within "stream, -c 10000 with idle" 0.3 --mode stream -I -c 10000
+
+# signal_within NAME SIG WAIT WANT CMD...: SIG after WAIT s of sampling
+# (from CMD's "sampling" line, when it says one) ends CMD within
+# PROMISE_MS (BOUND s for the agent), exit 0, and its stderr says WANT.
+signal_within() {
+	local name=$1 sig=$2 wait=$3 want=$4 t0 t1 rc bound=$PROMISE_MS
+	shift 4
+	[ "$1" = agent ] || [ "$2" = agent ] && bound=$((BOUND * 1000))
 	"$@" 2>"$TMP/term.err" &
 	local pid=$!
 	(sleep 60 && kill -KILL $pid) >/dev/null 2>&1 &
 	local dog=$!
+	# WAIT s of sampling, not of setup (slower under load)
+	for _ in $(seq 300); do grep -q 'sampling' "$TMP/term.err" && break; sleep 0.1; done
 	sleep "$wait"
 	t0=$(ms)
-	kill -TERM $pid
+	kill -"$sig" $pid
 	wait $pid
 	rc=$?
 	t1=$(ms)
 	kill $dog 2>/dev/null
 	wait $dog 2>/dev/null
-	if [ $rc -eq 0 ] && [ $((t1 - t0)) -le $((BOUND * 1000)) ] && grep -q "$want" "$TMP/term.err"; then
-		pass "$name: SIGTERM honoured in $((t1 - t0)) ms, exit 0"
+	if [ $rc -eq 0 ] && [ $((t1 - t0)) -le $bound ] && grep -q "$want" "$TMP/term.err"; then
+		pass "$name: SIG$sig honoured in $((t1 - t0)) ms, exit 0"
 	else
-		fail "$name: SIGTERM honoured in time" "exit $rc after $((t1 - t0)) ms: $(tail -3 "$TMP/term.err")"
+		fail "$name: SIG$sig honoured within $bound ms" "exit $rc after $((t1 - t0)) ms: $(tail -3 "$TMP/term.err")"
 	fi
 }
-
-# term_within NAME ARGS...: SIGTERM after 1 s of sampling ends the run
-# within BOUND seconds, exit 0, the profile written.
-term_within() {
+sigterm_within() {
 	local name=$1
 	shift
-	sigterm_within "$name" 1 'samples taken' "$BPFS" -o "$TMP/term.out" "$@"
+	signal_within "$name" TERM "$@"
 }
 
-term_within "stream -F 100000" --mode stream -F 100000
-term_within "--format samples -F 100000" --format samples -F 100000
+# sig_within NAME SIG ARGS...: SIG after 1 s of sampling ends the run
+# within PROMISE_MS, exit 0, the profile written.
+sig_within() {
+	local name=$1 sig=$2
+	shift 2
+	signal_within "$name" "$sig" 1 'samples taken' "$BPFS" -v -o "$TMP/term.out" "$@"
+}
+
+sig_within "aggregate -F 100000" TERM -F 100000 -I
+sig_within "aggregate -F 100000" INT -F 100000 -I
+sig_within "stream -F 100000" TERM --mode stream -F 100000
+sig_within "stream -F 100000" INT --mode stream -F 100000 -I
+sig_within "--format samples -F 100000" TERM --format samples -F 100000
+sig_within "--format samples -F 100000" INT --format samples -F 100000 -I
+sig_within "stream, cpu-clock at its shortest period" TERM --mode stream -I -e cpu-clock/period=10000/
+
+# While compilers start: each new cc1 is a process whose maps are read and
+# a 30 MB file whose unwind table is built, seconds of work at 100 kHz
+# (SIGTERM took 37 s before the stopper thread disabled the events).
+compile_loop() {
+	local n
+	for n in $(seq 200); do cc -O2 -c "$ROOT/src/capture/sampler.c" -iquote "$ROOT/include" \
+		-iquote "$OUTPUT" -o /dev/null 2>/dev/null; done
+}
+compile_loop >/dev/null 2>&1 &
+cl=$!
+sleep 0.3
+sig_within "compilers starting, --format samples -F 100000" TERM --format samples -F 100000
+ends_within "compilers starting, stream -F 100000" 1 --mode stream -F 100000
+kill $cl 2>/dev/null
+wait $cl 2>/dev/null
+
+# Any phase: a signal during setup (loading, the first unwind tables) ends
+# the process at once, nothing written; if setup was already over, the
+# run ends as above.
+"$BPFS" -F 100000 --mode stream -o "$TMP/setup.folded" 2>"$TMP/setup.err" &
+pid=$!
+sleep 0.05
+t0=$(ms)
+kill -INT $pid
+wait $pid
+rc=$?
+t1=$(ms)
+if { { [ $rc -eq 130 ] && grep -q "before sampling started" "$TMP/setup.err" &&
+	[ ! -e "$TMP/setup.folded" ]; } || { [ $rc -eq 0 ] && grep -q "samples taken" "$TMP/setup.err"; }; } &&
+	[ $((t1 - t0)) -le $PROMISE_MS ]; then
+	pass "SIGINT 50 ms after the start: exit $rc in $((t1 - t0)) ms"
+else
+	fail "SIGINT during setup ends the run within $PROMISE_MS ms" "exit $rc after $((t1 - t0)) ms: $(tail -3 "$TMP/setup.err")"
+fi
 
 # A signal after sampling, while the profile is written, ends the process
 # at once. Made deterministic with a reader that never reads: the write to
@@ -170,6 +262,9 @@ refused "cpu-clock/freq=9999999/" "freq=9999999" -e cpu-clock/freq=9999999/
 refused "cycles/freq=200000/" "perf_event_max_sample_rate" -e cycles/freq=200000/
 
 # Sizes the machine cannot give are refused before any map is made.
+refused "--ring-size 2G" "--ring-size '2G': give a power of 2 from 4K to 1G" --ring-size 2G
+refused "--ring-size not a power of 2" "power of 2" --ring-size 3M
+refused "--sideband-size 2G" "--sideband-size '2G': give a power of 2 from 4K to 1G" --sideband-size 2G
 refused "--map-entries and --stack-entries 67108864" "--stack-entries 67108864: [0-9.]* GB.*free" \
 	--map-entries 67108864 --stack-entries 67108864
 refused "--stack-entries alone" "more than half" --stack-entries 67108864
@@ -195,6 +290,23 @@ if [ $rc -eq 0 ] && grep -q "perf_event_max_sample_rate went from $rate to 1000.
 	pass "a limit lowered during the run is in the summary"
 else
 	fail "a limit lowered during the run is in the summary" "exit $rc: $(cat "$TMP/low.err")"
+fi
+
+# The agent says so too: a warning in its log, and the metric.
+"$BPFS" agent -F 2000 -d 3.5 --interval 1 --output-dir "$TMP/lowspool" \
+	--metrics-file "$TMP/low.prom" 2>"$TMP/lowagent.err" &
+pid=$!
+sleep 1.5
+echo 1000 >/proc/sys/kernel/perf_event_max_sample_rate
+wait $pid
+rc=$?
+restore_rate
+m=$(awk '$1 == "bpfsampler_kernel_max_sample_rate" { print $2 }' "$TMP/low.prom" 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$m" = 1000 ] &&
+	grep -q "perf_event_max_sample_rate went from $rate to 1000.*throttled" "$TMP/lowagent.err"; then
+	pass "the agent reports a limit lowered during the run (warning, metric $m)"
+else
+	fail "the agent reports a limit lowered during the run" "exit $rc, metric '$m': $(tail -5 "$TMP/lowagent.err")"
 fi
 
 # File modes: profiles 0600 whatever the umask; the agent's spool 0640,

@@ -3,7 +3,8 @@
 # exact; 10,000 threads; a stacks map filled by distinct deep stacks;
 # frame-pointer chains that loop or point into the kernel, a guard page or
 # nowhere; perf maps that are huge, garbage, a symlink or a FIFO, read for a
-# live JIT; a shared library truncated or with corrupt section headers.
+# live JIT; a shared library truncated or with corrupt section headers,
+# or with corrupt .eh_frame_hdr / .eh_frame under the default walk.
 # (A binary visible only in another mount namespace: symbols.sh.)
 source "$(dirname "$0")/lib.sh"
 require_root storms
@@ -227,4 +228,46 @@ for c in truncated corrupt; do
 	n=$(samples_matching "$dd/only" ';main;run_uselib;libwork[.]so[+]0x[0-9a-f]+(;|$)')
 	within "ELF $c: its frames named libwork.so+offset under main;run_uselib" \
 		"$(awk -v a="$n" -v t="$all" 'BEGIN { printf "%.4f", t ? a / t : 0 }')" 1 0.05
+done
+
+# --- The same library with its unwind information corrupt, under the
+# default walk (unwind tables): .eh_frame_hdr zeroed, .eh_frame overwritten
+# with 0xff, both with (seeded) random bytes, .eh_frame alone with them. The program never reads them
+# (C, no exceptions); bpfsampler builds its table from them. No crash, the
+# profile written, and every stack through lib_spin either right
+# (main;run_uselib;lib_spin) or marked cut: never silently wrong.
+# fill FILE SECTION PATTERN [SEED]: overwrites SECTION's bytes in place.
+fill() {
+	local off size
+	read -r off size < <(readelf -SW "$1" | awk -v s="$2" '{ sub(/^ *\[ *[0-9]+\] */, "") }
+		$1 == s { print strtonum("0x" $4), strtonum("0x" $5) }')
+	[ -n "$size" ] || { echo "no $2 in $1" >&2; return 1; }
+	case $3 in
+	zero) head -c "$size" /dev/zero ;;
+	ff) head -c "$size" /dev/zero | tr '\0' '\377' ;;
+	random) LC_ALL=C awk -v n="$size" -v seed="$4" 'BEGIN { srand(seed)
+		for (i = 0; i < n; i++) printf "%c", int(rand() * 255) + 1 }' ;;
+	esac | dd of="$1" bs=1 seek="$off" conv=notrunc status=none
+}
+d=$(elf_case hdrzero) && fill "$d/libwork.so" .eh_frame_hdr zero
+d=$(elf_case ehff) && fill "$d/libwork.so" .eh_frame ff
+d=$(elf_case ehrandom) && fill "$d/libwork.so" .eh_frame_hdr random 14 &&
+	fill "$d/libwork.so" .eh_frame random 15
+d=$(elf_case ehonly) && fill "$d/libwork.so" .eh_frame random 16
+for c in hdrzero ehff ehrandom ehonly; do
+	dd="$TMP/elf-$c"
+	cmp -s "$dd/libwork.so" "$W/libwork.so" && fail "CFI $c: the library was not changed"
+	profile "$dd/out.folded" -F 999 -- "$dd/uselib" 1.5 ||
+		fail "CFI $c: bpfsampler failed" "$(cat "$dd/out.folded.err")"
+	comm_lines "$dd/out.folded" uselib >"$dd/only"
+	n=$(samples_with "$dd/only" lib_spin)
+	# right: main;run_uselib;lib_spin (maybe cut above main); else marked
+	right=$(samples_matching "$dd/only" ';main;run_uselib;lib_spin(;|$)')
+	grep -E ';lib_spin(;|$| [0-9])' "$dd/only" | grep -vE ';main;run_uselib;lib_spin(;| |$)' >"$dd/other"
+	cut=$(samples_matching "$dd/other" '^uselib;[[]truncated: [^]]*[]];lib_spin(;|$)')
+	wrong=$(($(total "$dd/other") - cut))
+	[ -s "$dd/out.folded" ] && [ "$n" -gt 500 ] && [ "$wrong" -eq 0 ] && [ $((right + cut)) -eq "$n" ] &&
+		pass "CFI $c: no crash; of $n samples in lib_spin $right whole, $cut marked cut, none wrong" ||
+		fail "CFI $c: stacks through lib_spin right or marked" \
+			"$n in lib_spin, $right whole, $cut cut, $wrong wrong: $(grep -v truncated "$dd/other" | head -5)"
 done

@@ -449,6 +449,30 @@ static void test_bad_input(void)
 	CHECK(ehframe__load("/etc/passwd", &t) == -EINVAL, "not an ELF file");
 }
 
+static int cancel_asks;
+static bool cancel_always(void)
+{
+	cancel_asks++;
+	return true;
+}
+
+/* A build the caller gives up (the run ends) returns -ECANCELED and keeps
+ * nothing; without a hook, the same file loads whole. */
+static void test_cancel(void)
+{
+	struct ehframe *t = NULL;
+	int err;
+
+	ehframe__set_cancel(cancel_always);
+	err = ehframe__load(FX("fx_nofp"), &t);
+	ehframe__set_cancel(NULL);
+	CHECK(err == -ECANCELED, "abandoned build: %d", err);
+	CHECK(cancel_asks >= 1, "the hook was asked");
+	err = ehframe__load(FX("fx_nofp"), &t);
+	CHECK(err == 0 && t, "without the hook: %d", err);
+	ehframe__free(t);
+}
+
 int main(void)
 {
 	RUN(test_fixture_rows);
@@ -458,5 +482,6 @@ int main(void)
 	RUN(test_eh_frame_first);
 	RUN(test_libc_rows);
 	RUN(test_bad_input);
+	RUN(test_cancel);
 	UNIT_EXIT();
 }

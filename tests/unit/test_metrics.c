@@ -42,6 +42,7 @@ static void fill(struct metrics *m)
 	m->unwind_rows = 28271;
 	m->unwind_tables_built = 11;
 	m->rss_bytes = 1 << 20;
+	m->max_sample_rate = 25000;
 	m->cpu_seconds = 1.5;
 }
 
@@ -90,6 +91,7 @@ static void check_text(const char *t)
 	HAS(t, "# TYPE bpfsampler_unwind_table_rows gauge");
 	HAS(t, "bpfsampler_unwind_table_rows 28271");
 	HAS(t, "bpfsampler_unwind_tables_built_total 11");
+	HAS(t, "bpfsampler_kernel_max_sample_rate 25000");
 	HAS(t, "bpfsampler_resident_memory_bytes 1048576");
 	HAS(t, "# TYPE bpfsampler_cpu_seconds_total counter");
 	HAS(t, "bpfsampler_cpu_seconds_total 1.500");
@@ -112,7 +114,7 @@ static void test_render(void)
 		helps++;
 	for (const char *p = t; (p = strstr(p, "# TYPE ")); p++)
 		types++;
-	CHECK(helps == types && helps == 22, "22 metrics, %d HELP and %d TYPE", helps, types);
+	CHECK(helps == types && helps == 23, "23 metrics, %d HELP and %d TYPE", helps, types);
 	CHECK(t[strlen(t) - 1] == '\n', "ends with a newline");
 	CHECK(strstr(t, "bpfsampler_build_info{version=\"") != NULL, "build info");
 	free(t);
