@@ -17,6 +17,11 @@ at_least() {
 WHOLE=';(_start|__libc_start_call_main)(;|$)'
 
 # --- -O2 -fomit-frame-pointer code calling into Debian's libc.
+# Samples reaching main: all but the few taken before a new process's
+# tables are in; under the sanitizers the loader builds them several times
+# slower, so a few more samples come first (0.984-0.987 measured).
+MAIN_SHARE=0.99
+[ -n "${SANITIZE:-}" ] && MAIN_SHARE=0.98
 profile "$TMP/nofp.folded" -F 999 -- "$W/nofp" 3 || fail "nofp run" "$(cat "$TMP/nofp.folded.err")"
 comm_lines "$TMP/nofp.folded" nofp >"$TMP/nofp.only"
 all=$(total "$TMP/nofp.only")
@@ -24,7 +29,7 @@ main=$(samples_matching "$TMP/nofp.only" ';main;')
 if [ "$all" -lt 1500 ]; then
 	fail "nofp: enough samples" "$all: $(cat "$TMP/nofp.folded.err")"
 else
-	at_least "nofp: samples reaching main through libc, of $all" "$(ratio "$main" "$all")" 0.99
+	at_least "nofp: samples reaching main through libc, of $all" "$(ratio "$main" "$all")" $MAIN_SHARE
 fi
 # Of the comparator's samples walked through the tables (not the first few
 # of the process, taken before its tables were loaded: those say so and
@@ -55,7 +60,11 @@ wait $np
 all=$(total "$TMP/attach.folded")
 cut=$(samples_matching "$TMP/attach.folded" '[[]truncated: no unwind info[]]')
 files=$(grep -oE 'unwind tables: [0-9]+ files' "$TMP/attach.folded.err" | grep -oE '[0-9]+')
-[ "$all" -gt 1000 ] && [ "$cut" -eq 0 ] && [ "${files:-99}" -le 3 ] &&
+# the program, libc and the dynamic loader (one more under the sanitizers,
+# whose runtime bpfsampler itself maps beside the C library)
+maxfiles=3
+[ -n "${SANITIZE:-}" ] && maxfiles=4
+[ "$all" -gt 1000 ] && [ "$cut" -eq 0 ] && [ "${files:-99}" -le $maxfiles ] &&
 	pass "nofp -p: tables before the first sample ($cut of $all cut for want of them; $files files)" ||
 	fail "nofp -p: tables before the first sample" "$cut of $all cut, $files files: $(grep 'unwind tables' "$TMP/attach.folded.err")"
 
@@ -174,16 +183,16 @@ df_run() {
 # (a) its own .debug_frame
 df_run df "$W/dfchain" dfchain
 at_least "dfchain (.debug_frame): samples reaching main, of $all" \
-	"$(ratio "$(samples_matching "$TMP/df.only" ';main;')" "$all")" 0.99
+	"$(ratio "$(samples_matching "$TMP/df.only" ';main;')" "$all")" $MAIN_SHARE
 at_least "dfchain: df_spin samples walked main -> df_a -> df_b -> df_spin" \
-	"$(ratio "$(samples_matching "$TMP/df.only" "$DFCHAIN")" "$(samples_with "$TMP/df.only" df_spin)")" 0.99
+	"$(ratio "$(samples_matching "$TMP/df.only" "$DFCHAIN")" "$(samples_with "$TMP/df.only" df_spin)")" $MAIN_SHARE
 grep -qE '\(1 from .debug_frame, 0 of them in debug files' <<<"$tables" &&
 	pass "dfchain: the summary counts its table from .debug_frame ($tables)" ||
 	fail "dfchain: the summary counts its table from .debug_frame" "$tables"
 # (b) stripped of it (strip -g), its debug file in a --debug-dir root by build-ID
 df_run dfdbg "$W/dfchain-stripped" dfchain-strippe --debug-dir "$W/dfroot"
 at_least "dfchain-stripped --debug-dir (its debug file's .debug_frame): samples reaching main, of $all" \
-	"$(ratio "$(samples_matching "$TMP/dfdbg.only" ';main;')" "$all")" 0.99
+	"$(ratio "$(samples_matching "$TMP/dfdbg.only" ';main;')" "$all")" $MAIN_SHARE
 grep -qE '\(1 from .debug_frame, 1 of them in debug files' <<<"$tables" &&
 	pass "dfchain-stripped: the summary counts its table from a debug file ($tables)" ||
 	fail "dfchain-stripped: the summary counts its table from a debug file" "$tables"
