@@ -37,18 +37,22 @@ if [ "$n" -ge 10 ] && [ "$lost" = 0 ]; then
 else
 	fail "no sample lost after the warm-up" "$n windows, $lost lost: $(grep 'lost_total{' "$TMP/m.prom" | grep -v ' 0$')"
 fi
-# Flat: the heap in use moves with each window's stack segments, so the
-# trend is what counts: its mean over the last third of the windows within
-# 10% of the first third's (a leak of one process's or file's state would
-# add ~1 MB a window here), and RSS under 64 MB throughout.
+# Flat: the heap in use moves with each window's stack segments (a burst of
+# lost stack records makes the agent keep segments from the BPF map for two
+# windows: +4 MB for three windows was seen once), so the floor is what
+# counts: the lowest of the last third of the windows within 10% of the
+# first third's mean (a leak of one process's or file's state would add
+# ~1 MB a window here, raising every later window), and RSS under 64 MB
+# throughout.
 read -r first last rss_max < <(awk -v n="$n" 'NR > 2 && NR < n { h[++k] = $3; if ($2 > x) x = $2 }
-	END { t = int(k / 3); for (i = 1; i <= t; i++) { a += h[i]; b += h[k - t + i] }
-	      printf "%.1f %.1f %.1f\n", t ? a / t : 0, t ? b / t : 0, x }' "$TMP/w")
+	END { t = int(k / 3); b = -1; for (i = 1; i <= t; i++) { a += h[i]; v = h[k - t + i]
+	      if (b < 0 || v < b) b = v }
+	      printf "%.1f %.1f %.1f\n", t ? a / t : 0, t ? b : 0, x }' "$TMP/w")
 if [ -n "${SANITIZE:-}" ]; then
 	# ASan's allocator: mallinfo2 says 0 and freed memory sits in quarantine
 	skip "memory flat under churn" "not measurable under -fsanitize=$SANITIZE (the plain suite checks it; LeakSanitizer checked the exit)"
 elif awk -v a="$first" -v b="$last" -v x="$rss_max" 'BEGIN { exit !(a > 0 && b <= a * 1.10 && x < 64) }'; then
-	pass "memory flat under churn: heap ${first} MB then ${last} MB, RSS at most $rss_max MB"
+	pass "memory flat under churn: heap ${first} MB, then at least ${last} MB, RSS at most $rss_max MB"
 else
 	fail "memory flat under churn" "heap $first then $last MB, RSS max $rss_max; $(tr '\n' ' ' <"$TMP/w")"
 fi
