@@ -154,8 +154,10 @@ static int keep_stacks_room(struct run *r, uint64_t *stored_at_clear)
 	return err;
 }
 
-/* Polls until the duration ends, a signal arrives or the command exits. */
-static void sample_loop(struct run *r)
+/* Polls until the duration ends, a signal arrives or the command exits.
+ * Returns a drain's or the stacks map's error, which ends sampling early:
+ * the profile of what was sampled is still written, and the run fails. */
+static int sample_loop(struct run *r)
 {
 	const struct opts *o = r->o;
 	struct sampler *s = r->s;
@@ -165,6 +167,7 @@ static void sample_loop(struct run *r)
 	uint64_t stored_at_clear = 0;
 	double deadline = r->deadline;
 	double next_refresh = now_s() + 0.25;
+	int err = 0;
 
 	/* sampler__poll returns after a bounded pass (docs/design.md,
 	 * "Every run ends"), so the deadline and the signal are seen however
@@ -180,7 +183,13 @@ static void sample_loop(struct run *r)
 			if (left * 1000 < timeout)
 				timeout = (int)(left * 1000) + 1;
 		}
-		if (sampler__poll(s, timeout) < 0 || keep_stacks_room(r, &stored_at_clear))
+		err = sampler__poll(s, timeout);
+		if (err < 0) {
+			p_err("cannot drain the rings: %s; sampling stopped", strerror(-err));
+			break;
+		}
+		err = keep_stacks_room(r, &stored_at_clear);
+		if (err)
 			break;
 		symbolizer__read_announced(sym);
 		if (o->reader_delay_ms)
@@ -194,6 +203,7 @@ static void sample_loop(struct run *r)
 		if (cmd && command__poll(cmd))
 			break;
 	}
+	return err < 0 ? err : 0;
 }
 
 /*
@@ -642,6 +652,7 @@ static int run_setup(struct run *r)
 static int run(const struct opts *o, struct outputs *outs)
 {
 	struct run r = { .o = o, .outs = outs };
+	int loop_err = 0;
 	pthread_t stopper_th;
 	bool stopper_on = false;
 	sigset_t stop_sigs, old_sigs;
@@ -690,7 +701,7 @@ static int run(const struct opts *o, struct outputs *outs)
 		     pthread_create(&stopper_th, NULL, stopper, &r) == 0;
 	pthread_sigmask(SIG_SETMASK, &old_sigs, NULL);
 	sampling = 1;
-	sample_loop(&r);
+	loop_err = sample_loop(&r);
 	if (!exiting)
 		abort_msg = o->output ? "bpfsampler: interrupted after sampling: stopped at "
 					"once; the profile was not written\n"
@@ -721,6 +732,8 @@ static int run(const struct opts *o, struct outputs *outs)
 		 * sampled is still worth knowing */
 		print_summary(&r);
 	}
+	if (!err)
+		err = loop_err;
 out:
 	if (r.cmd) {
 		int status = command__finish(r.cmd, err != 0);
