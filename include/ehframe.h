@@ -31,6 +31,7 @@ struct ehframe_seg {
 
 struct ehframe_stats {
 	size_t fdes;	    /* functions (FDEs) read */
+	size_t direct;	    /* of which read in one pass, without libdw */
 	size_t rows;	    /* rows after merging identical neighbours */
 	size_t unsupported; /* of which BPFS_CFA_NONE inside a function */
 	size_t debug_fdes;  /* functions from .debug_frame (.eh_frame had none) */
@@ -50,6 +51,12 @@ int ehframe__load(const char *path, struct ehframe **out);
  * (the caller checked it is of the same build: the rows are its addresses),
  * instead of path's own. */
 int ehframe__load_debug(const char *path, const char *debug_path, struct ehframe **out);
+/* The same with flags: EHFRAME_LIBDW_ONLY reads every function through
+ * libdw's dwarf_cfi_addrframe, one row at a time, instead of running each
+ * FDE's program once (the tests' reference: both give the same rows). */
+#define EHFRAME_LIBDW_ONLY 1u
+int ehframe__load_flags(const char *path, const char *debug_path, unsigned flags,
+			struct ehframe **out);
 void ehframe__free(struct ehframe *t);
 /* fn is asked every EHFRAME_CANCEL_EVERY functions while a table is
  * built; when it says true the build is abandoned (-ECANCELED). A large

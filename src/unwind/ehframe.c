@@ -39,6 +39,7 @@ enum func_src {
 struct func {
 	uint64_t start;
 	uint64_t end;
+	uint64_t fde;	/* .eh_frame: the FDE's address from .eh_frame_hdr */
 	enum func_src src;
 };
 
@@ -106,6 +107,9 @@ static int read_hdr_table(Elf *elf, struct vec *funcs)
 		struct func *f = vec__push(funcs);
 
 		f->start = hdr->p_vaddr + (int64_t)rd_s32(p + 12 + 8 * i);
+		f->fde = hdr->p_vaddr + (int64_t)rd_s32(p + 16 + 8 * i);
+		f->end = 0;
+		f->src = SRC_EH;
 	}
 	return 0;
 }
@@ -230,18 +234,529 @@ static int add_row(struct ehframe *t, const struct bpfs_unwind_row *r)
 	return 0;
 }
 
+/*
+ * .eh_frame read in one pass per function. libdw's dwarf_cfi_addrframe
+ * answers for one address: it finds the FDE in a search tree and runs its
+ * CFA program from the start up to that address, so listing a function's
+ * rows ran the program once per row (glibc: 28k rows, 37 ms). Here each
+ * FDE (found through .eh_frame_hdr's table) is run once, and a row is
+ * made at every advance of the location, as libdw would report it: the
+ * same rows, checked row for row against libdw over the system's
+ * libraries (tests/unit/test_ehframe.c). What this reader does not know
+ * (a CFA expression such as the PLT's, DW_CFA_set_loc, an augmentation
+ * without 'z', a pointer encoding other than absolute or pc-relative, an
+ * FDE whose start is not the table's) sends the function to libdw.
+ */
+#define DW_EH_PE_omit 0xff
+#define DW_EH_PE_absptr 0x00
+#define DW_EH_PE_uleb128 0x01
+#define DW_EH_PE_udata2 0x02
+#define DW_EH_PE_udata8 0x04
+#define DW_EH_PE_sleb128 0x09
+#define DW_EH_PE_sdata2 0x0a
+#define DW_EH_PE_sdata8 0x0c
+
+enum rule {
+	RULE_UNDEF = 0, /* also unspecified: not in the CIE or the FDE */
+	RULE_SAME,
+	RULE_OFFSET,	/* saved at CFA + off */
+	RULE_OTHER,	/* in a register, an expression, CFA + off as a value */
+};
+
+struct reg_rule {
+	enum rule how;
+	int64_t off;
+};
+
+/* The rules a row is made of: the CFA (a register plus an offset; -1: an
+ * expression), the return address's and rbp's. */
+struct cfa_state {
+	int64_t cfa_reg;
+	int64_t cfa_off;
+	struct reg_rule ra, rbp;
+};
+
+#define CIE_CACHE 16
+#define CFA_STACK 16
+
+struct cie_info {
+	uint64_t off;	 /* in .eh_frame */
+	uint8_t fde_enc; /* how the FDE's pointers are encoded ('R') */
+	uint8_t used;
+	uint64_t caf;	 /* code alignment factor */
+	int64_t daf;	 /* data alignment factor */
+	struct cfa_state init; /* after the initial instructions */
+};
+
+struct eh_direct {
+	Elf_Data *d; /* .eh_frame's bytes */
+	uint64_t vaddr;
+	unsigned char ident[EI_NIDENT];
+	struct cie_info cies[CIE_CACHE];
+	size_t ncies, next_slot;
+};
+
+struct cursor {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+static uint64_t rd_uleb(struct cursor *c)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	while (c->p < c->end) {
+		uint8_t b = *c->p++;
+
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			return v;
+	}
+	c->bad = true;
+	return 0;
+}
+
+static int64_t rd_sleb(struct cursor *c)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	while (c->p < c->end) {
+		uint8_t b = *c->p++;
+
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80)) {
+			if (shift < 64 && (b & 0x40))
+				v |= ~0ULL << shift;
+			return (int64_t)v;
+		}
+	}
+	c->bad = true;
+	return 0;
+}
+
+static uint64_t rd_fixed(struct cursor *c, size_t n, bool sign)
+{
+	uint64_t v = 0;
+
+	if ((size_t)(c->end - c->p) < n) {
+		c->bad = true;
+		return 0;
+	}
+	for (size_t k = 0; k < n; k++)
+		v |= (uint64_t)c->p[k] << (8 * k);
+	if (sign && n < 8 && (v >> (8 * n - 1)) & 1)
+		v |= ~0ULL << (8 * n);
+	c->p += n;
+	return v;
+}
+
+/* A pointer encoded as enc at the cursor; pcrel against its own address in
+ * the section. false: an encoding this reader leaves to libdw. */
+static bool rd_ptr(const struct eh_direct *eh, struct cursor *c, uint8_t enc, bool apply,
+		   uint64_t *v)
+{
+	uint64_t at = eh->vaddr + (uint64_t)(c->p - (const uint8_t *)eh->d->d_buf);
+
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		*v = rd_fixed(c, 8, false);
+		break;
+	case DW_EH_PE_udata2:
+	case DW_EH_PE_sdata2:
+		*v = rd_fixed(c, 2, (enc & 0x0f) == DW_EH_PE_sdata2);
+		break;
+	case DW_EH_PE_udata4:
+	case DW_EH_PE_sdata4:
+		*v = rd_fixed(c, 4, (enc & 0x0f) == DW_EH_PE_sdata4);
+		break;
+	case DW_EH_PE_uleb128:
+		*v = rd_uleb(c);
+		break;
+	case DW_EH_PE_sleb128:
+		*v = (uint64_t)rd_sleb(c);
+		break;
+	default:
+		return false;
+	}
+	if (c->bad || !apply)
+		return !c->bad;
+	switch (enc & 0x70) {
+	case 0:
+		return !(enc & 0x80);
+	case DW_EH_PE_pcrel:
+		*v += at;
+		return !(enc & 0x80);
+	default:
+		return false;
+	}
+}
+
+/* Runs CFA instructions [c->p, c->end) over *st. With a function (fr), a
+ * row is made at every advance; without (the CIE's initial
+ * instructions), none may advance. 0, or -1: not understood. */
+struct fde_run {
+	struct ehframe *t;
+	uint64_t loc;  /* the current row's start */
+	uint64_t stop; /* rows start below this: the FDE's end, the next function */
+	uint64_t last_end; /* the end of the last row made; 0: none */
+	int err;
+};
+
+static void state_row(const struct cfa_state *st, uint64_t pc, struct bpfs_unwind_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->pc = pc;
+	r->cfa_type = BPFS_CFA_NONE;
+	if (st->ra.how == RULE_UNDEF) {
+		r->cfa_type = BPFS_CFA_END;
+		return;
+	}
+	if (st->ra.how != RULE_OFFSET || st->ra.off != -8)
+		return;
+	if ((st->cfa_reg != DW_REG_RSP && st->cfa_reg != DW_REG_RBP) || st->cfa_off < INT32_MIN ||
+	    st->cfa_off > INT32_MAX)
+		return;
+	r->cfa_type = st->cfa_reg == DW_REG_RSP ? BPFS_CFA_RSP : BPFS_CFA_RBP;
+	r->cfa_off = (int32_t)st->cfa_off;
+	if (st->rbp.how == RULE_OFFSET && !(st->rbp.off & 7) && st->rbp.off / 8 >= INT16_MIN &&
+	    st->rbp.off / 8 <= INT16_MAX) {
+		r->rbp_type = BPFS_RBP_CFA;
+		r->rbp_off = (int16_t)(st->rbp.off / 8);
+	}
+}
+
+static int add_row(struct ehframe *t, const struct bpfs_unwind_row *r);
+
+static void run_emit(struct fde_run *fr, const struct cfa_state *st, uint64_t end)
+{
+	struct bpfs_unwind_row r;
+
+	if (fr->err || fr->loc >= fr->stop || end <= fr->loc)
+		return;
+	state_row(st, fr->loc, &r);
+	if (r.cfa_type == BPFS_CFA_NONE)
+		fr->t->stats.unsupported++;
+	fr->err = add_row(fr->t, &r);
+	fr->last_end = end;
+}
+
+static struct reg_rule *tracked(struct cfa_state *st, uint64_t reg)
+{
+	return reg == DW_REG_RA ? &st->ra : reg == DW_REG_RBP ? &st->rbp : NULL;
+}
+
+static int run_cfa(const struct cie_info *cie, struct cfa_state *st, struct cursor *c,
+		   struct fde_run *fr)
+{
+	struct cfa_state stack[CFA_STACK];
+	size_t depth = 0;
+
+	while (c->p < c->end && !c->bad) {
+		uint8_t op = *c->p++;
+		uint64_t reg, delta = 0;
+		struct reg_rule *rr;
+		int64_t off;
+
+		switch (op & 0xc0) {
+		case DW_CFA_advance_loc:
+			delta = op & 0x3f;
+			goto advance;
+		case DW_CFA_offset:
+			off = (int64_t)rd_uleb(c) * cie->daf;
+			rr = tracked(st, op & 0x3f);
+			if (rr)
+				*rr = (struct reg_rule){ RULE_OFFSET, off };
+			continue;
+		case DW_CFA_restore:
+			rr = tracked(st, op & 0x3f);
+			if (rr)
+				*rr = *tracked((struct cfa_state *)&cie->init, op & 0x3f);
+			continue;
+		}
+		switch (op) {
+		case DW_CFA_nop:
+			continue;
+		case DW_CFA_advance_loc1:
+			delta = rd_fixed(c, 1, false);
+			goto advance;
+		case DW_CFA_advance_loc2:
+			delta = rd_fixed(c, 2, false);
+			goto advance;
+		case DW_CFA_advance_loc4:
+			delta = rd_fixed(c, 4, false);
+			goto advance;
+		case DW_CFA_offset_extended:
+			reg = rd_uleb(c);
+			off = (int64_t)rd_uleb(c) * cie->daf;
+			goto set_offset;
+		case DW_CFA_offset_extended_sf:
+			reg = rd_uleb(c);
+			off = rd_sleb(c) * cie->daf;
+set_offset:
+			rr = tracked(st, reg);
+			if (rr)
+				*rr = (struct reg_rule){ RULE_OFFSET, off };
+			continue;
+		case DW_CFA_restore_extended:
+			reg = rd_uleb(c);
+			rr = tracked(st, reg);
+			if (rr)
+				*rr = *tracked((struct cfa_state *)&cie->init, reg);
+			continue;
+		case DW_CFA_undefined:
+		case DW_CFA_same_value:
+			reg = rd_uleb(c);
+			rr = tracked(st, reg);
+			if (rr)
+				*rr = (struct reg_rule){ op == DW_CFA_undefined ? RULE_UNDEF : RULE_SAME, 0 };
+			continue;
+		case DW_CFA_register:
+		case DW_CFA_val_offset:
+		case DW_CFA_val_offset_sf:
+			reg = rd_uleb(c);
+			if (op == DW_CFA_val_offset_sf)
+				rd_sleb(c);
+			else
+				rd_uleb(c);
+			goto other;
+		case DW_CFA_expression:
+		case DW_CFA_val_expression:
+			reg = rd_uleb(c);
+			off = (int64_t)rd_uleb(c);
+			if (c->bad || off < 0 || off > c->end - c->p)
+				return -1;
+			c->p += off;
+other:
+			rr = tracked(st, reg);
+			if (rr)
+				*rr = (struct reg_rule){ RULE_OTHER, 0 };
+			continue;
+		case DW_CFA_remember_state:
+			if (depth == CFA_STACK)
+				return -1;
+			stack[depth++] = *st;
+			continue;
+		case DW_CFA_restore_state:
+			if (!depth)
+				return -1;
+			*st = stack[--depth];
+			continue;
+		case DW_CFA_def_cfa:
+			st->cfa_reg = (int64_t)rd_uleb(c);
+			st->cfa_off = (int64_t)rd_uleb(c);
+			continue;
+		case DW_CFA_def_cfa_sf:
+			st->cfa_reg = (int64_t)rd_uleb(c);
+			st->cfa_off = rd_sleb(c) * cie->daf;
+			continue;
+		case DW_CFA_def_cfa_register:
+			if (st->cfa_reg < 0)
+				return -1;
+			st->cfa_reg = (int64_t)rd_uleb(c);
+			continue;
+		case DW_CFA_def_cfa_offset:
+			if (st->cfa_reg < 0)
+				return -1;
+			st->cfa_off = (int64_t)rd_uleb(c);
+			continue;
+		case DW_CFA_def_cfa_offset_sf:
+			if (st->cfa_reg < 0)
+				return -1;
+			st->cfa_off = rd_sleb(c) * cie->daf;
+			continue;
+		case DW_CFA_GNU_args_size:
+			rd_uleb(c);
+			continue;
+		default: /* expressions for the CFA (the PLT's), set_loc, ... */
+			return -1;
+		}
+advance:
+		if (!fr || c->bad)
+			return -1;
+		delta *= cie->caf;
+		if (delta) {
+			uint64_t to = fr->loc + delta < fr->loc ? UINT64_MAX : fr->loc + delta;
+
+			run_emit(fr, st, to);
+			fr->loc = to;
+			if (fr->loc >= fr->stop)
+				return 0; /* no row starts past here */
+		}
+	}
+	return c->bad ? -1 : 0;
+}
+
+static bool eh_direct_init(struct eh_direct *eh, Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Ehdr ehdr;
+	GElf_Shdr sh;
+
+	memset(eh, 0, sizeof(*eh));
+	if (!gelf_getehdr(elf, &ehdr) || elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	memcpy(eh->ident, ehdr.e_ident, EI_NIDENT);
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		/* lld types it SHT_X86_64_UNWIND */
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_PROGBITS && sh.sh_type != SHT_X86_64_UNWIND) ||
+		    (sh.sh_flags & SHF_COMPRESSED))
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!n || strcmp(n, ".eh_frame"))
+			continue;
+		eh->d = elf_getdata(scn, NULL);
+		eh->vaddr = sh.sh_addr;
+		return eh->d && eh->d->d_buf && eh->d->d_size;
+	}
+	return false;
+}
+
+/* The CIE at off, parsed and its initial instructions run; NULL when this
+ * reader does not understand it. */
+static const struct cie_info *eh_cie(struct eh_direct *eh, uint64_t off)
+{
+	struct cie_info *ci;
+	Dwarf_CFI_Entry e;
+	Dwarf_Off next;
+	struct cursor c;
+	const char *aug;
+	size_t k = 0;
+
+	for (size_t i = 0; i < eh->ncies; i++)
+		if (eh->cies[i].off == off)
+			return eh->cies[i].used ? &eh->cies[i] : NULL;
+	if (eh->ncies < CIE_CACHE) {
+		ci = &eh->cies[eh->ncies++];
+	} else {
+		ci = &eh->cies[eh->next_slot];
+		eh->next_slot = (eh->next_slot + 1) % CIE_CACHE;
+	}
+	memset(ci, 0, sizeof(*ci));
+	ci->off = off;
+	if (dwarf_next_cfi(eh->ident, eh->d, true, off, &next, &e) || !dwarf_cfi_cie_p(&e))
+		return NULL;
+	aug = e.cie.augmentation;
+	if (!aug || aug[0] != 'z' || !e.cie.augmentation_data)
+		return NULL;
+	c = (struct cursor){ e.cie.augmentation_data,
+			     e.cie.augmentation_data + e.cie.augmentation_data_size };
+	ci->fde_enc = DW_EH_PE_absptr;
+	for (const char *a = aug + 1; *a; a++) {
+		uint64_t ignored;
+		uint8_t enc;
+
+		switch (*a) {
+		case 'R':
+			ci->fde_enc = (uint8_t)rd_fixed(&c, 1, false);
+			break;
+		case 'L':
+			rd_fixed(&c, 1, false);
+			break;
+		case 'P':
+			enc = (uint8_t)rd_fixed(&c, 1, false);
+			if (c.bad || !rd_ptr(eh, &c, enc & 0x7f, false, &ignored))
+				return NULL;
+			break;
+		case 'S':
+		case 'B':
+			break;
+		default:
+			return NULL;
+		}
+		if (c.bad || ++k > 8)
+			return NULL;
+	}
+	ci->caf = e.cie.code_alignment_factor;
+	ci->daf = e.cie.data_alignment_factor;
+	/* before the CIE's own rules: the CFA unknown, every register
+	 * unspecified (libdw's x86_64 defaults change neither rule kept) */
+	ci->init = (struct cfa_state){ .cfa_reg = -1 };
+	c = (struct cursor){ e.cie.initial_instructions, e.cie.initial_instructions_end };
+	if (!ci->caf || run_cfa(ci, &ci->init, &c, NULL))
+		return NULL;
+	ci->used = 1;
+	return ci;
+}
+
+/* The rows of f read directly; false: left to libdw, nothing added. */
+static bool read_function_direct(struct ehframe *t, struct eh_direct *eh, struct func *f,
+				 uint64_t limit, uint64_t *pc, int *err)
+{
+	const struct cie_info *cie;
+	struct fde_run fr = { .t = t };
+	uint64_t start, range, aug;
+	struct cfa_state st;
+	Dwarf_CFI_Entry e;
+	Dwarf_Off next;
+	struct cursor c;
+	size_t nr = t->rows.nr, unsupported = t->stats.unsupported;
+
+	if (!eh->d || f->fde < eh->vaddr || f->fde - eh->vaddr >= eh->d->d_size)
+		return false;
+	if (dwarf_next_cfi(eh->ident, eh->d, true, f->fde - eh->vaddr, &next, &e) ||
+	    dwarf_cfi_cie_p(&e))
+		return false;
+	cie = eh_cie(eh, e.fde.CIE_pointer);
+	if (!cie)
+		return false;
+	c = (struct cursor){ e.fde.start, e.fde.end };
+	if (!rd_ptr(eh, &c, cie->fde_enc, true, &start) ||
+	    !rd_ptr(eh, &c, cie->fde_enc & 0x0f, false, &range) || start != f->start)
+		return false;
+	aug = rd_uleb(&c);
+	if (c.bad || aug > (uint64_t)(c.end - c.p))
+		return false;
+	c.p += aug;
+	st = cie->init;
+	fr.loc = start;
+	fr.stop = start + range < start ? UINT64_MAX : start + range;
+	if (limit < fr.stop)
+		fr.stop = limit;
+	if (run_cfa(cie, &st, &c, &fr) || fr.err) {
+		/* undo: libdw reads the function again from its start */
+		t->rows.nr = nr;
+		t->stats.unsupported = unsupported;
+		*err = fr.err;
+		return !!fr.err;
+	}
+	/* the last rules hold to the FDE's end */
+	run_emit(&fr, &st, start + range < start ? UINT64_MAX : start + range);
+	*err = fr.err;
+	*pc = fr.last_end ? fr.last_end : f->start;
+	return true;
+}
+
 /* The rows of the function at funcs[i], up to the next function, from the
  * CFI it came from: one row builder for both sections. */
-static int read_function(struct ehframe *t, Dwarf_CFI *const cfis[NR_SRC], size_t i)
+static int read_function(struct ehframe *t, Dwarf_CFI *const cfis[NR_SRC],
+			 struct eh_direct *eh, size_t i)
 {
 	struct func *f = vec__at(&t->funcs, i);
 	Dwarf_CFI *cfi = cfis[f->src];
 	uint64_t pc = f->start;
 	uint64_t limit = i + 1 < t->funcs.nr ? f[1].start : UINT64_MAX;
 	struct bpfs_unwind_row r;
-	int err;
+	int err = 0;
 
 	t->stats.fdes++;
+	if (f->src == SRC_EH && eh && read_function_direct(t, eh, f, limit, &pc, &err)) {
+		if (err)
+			return err;
+		t->stats.direct++;
+		goto done;
+	}
 	while (pc < limit) {
 		Dwarf_Addr start, end;
 		Dwarf_Frame *fr;
@@ -261,6 +776,7 @@ static int read_function(struct ehframe *t, Dwarf_CFI *const cfis[NR_SRC], size_
 			return err;
 		pc = end;
 	}
+done:
 	f->end = pc;
 	if (f->src == SRC_EH)
 		t->stats.eh_bytes += pc - f->start;
@@ -379,9 +895,10 @@ static int read_debug_frame(struct ehframe *t, Elf *elf, Dwarf_CFI *eh)
  * separate debug file) or, without one, its own. -ENOENT: neither has any
  * function.
  */
-static int build(struct ehframe *t, Elf *elf, Elf *dbg)
+static int build(struct ehframe *t, Elf *elf, Elf *dbg, unsigned flags)
 {
 	Dwarf_CFI *cfis[NR_SRC] = { NULL, NULL };
+	struct eh_direct eh, *direct = NULL;
 	Elf *df = dbg ? dbg : elf;
 	Dwarf *dw = NULL;
 	size_t w = 0;
@@ -430,11 +947,13 @@ static int build(struct ehframe *t, Elf *elf, Elf *dbg)
 	}
 	t->funcs.nr = w;
 	err = 0;
+	if (!(flags & EHFRAME_LIBDW_ONLY) && cfis[SRC_EH] && eh_direct_init(&eh, elf))
+		direct = &eh;
 	for (size_t i = 0; i < t->funcs.nr && !err; i++) {
 		if (cancel_fn && i % EHFRAME_CANCEL_EVERY == 0 && cancel_fn())
 			err = -ECANCELED;
 		else
-			err = read_function(t, cfis, i);
+			err = read_function(t, cfis, direct, i);
 	}
 	t->stats.rows = t->rows.nr;
 out:
@@ -466,7 +985,8 @@ static Elf *open_elf(const char *path, int *fd, int *err)
 	return elf;
 }
 
-int ehframe__load_debug(const char *path, const char *debug_path, struct ehframe **out)
+int ehframe__load_flags(const char *path, const char *debug_path, unsigned flags,
+			struct ehframe **out)
 {
 	int fd = -1, dfd = -1, err = 0;
 	Elf *elf = NULL, *dbg = NULL;
@@ -484,7 +1004,7 @@ int ehframe__load_debug(const char *path, const char *debug_path, struct ehframe
 	if (elf && debug_path)
 		dbg = open_elf(debug_path, &dfd, &err);
 	if (elf && (dbg || !debug_path))
-		err = build(t, elf, dbg);
+		err = build(t, elf, dbg, flags);
 	t->stats.debug_file = dbg && !err;
 	if (dbg) {
 		elf_end(dbg);
@@ -500,6 +1020,11 @@ int ehframe__load_debug(const char *path, const char *debug_path, struct ehframe
 	}
 	*out = t;
 	return 0;
+}
+
+int ehframe__load_debug(const char *path, const char *debug_path, struct ehframe **out)
+{
+	return ehframe__load_flags(path, debug_path, 0, out);
 }
 
 int ehframe__load(const char *path, struct ehframe **out)

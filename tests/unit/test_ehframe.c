@@ -441,6 +441,77 @@ static void test_libc_rows(void)
 	CHECK(cs.mismatches == 0, "%zu rows differ from readelf", cs.mismatches);
 }
 
+/* Both readers of .eh_frame (one pass per function, and libdw's one
+ * address at a time) give the very same rows, over the fixtures and the
+ * system's libraries and programs; and nearly every function of them is
+ * read in one pass (a reader that gave up on everything would pass the
+ * first check, and cost six times as much). */
+static void test_direct_same_as_libdw(void)
+{
+	static const char *const fixed[] = {
+		"/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2",
+		"/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/usr/bin/bash",
+	};
+	size_t files = 0, rows = 0, fdes = 0, direct = 0, differ = 0;
+	double ms_libdw = 0, ms_direct = 0;
+	char path[4096];
+	FILE *ls;
+
+	ls = popen("ls " FX("") "* /usr/lib/x86_64-linux-gnu/lib*.so.* /usr/bin/* 2>/dev/null "
+		   "| head -600", "r");
+	CHECK(ls != NULL, "list files");
+	for (size_t i = 0; ls; i++) {
+		struct ehframe *a = NULL, *b = NULL;
+		struct ehframe_stats sa, sb;
+		const struct bpfs_unwind_row *ra, *rb;
+		size_t na, nb;
+		int ea, eb;
+		double t0;
+
+		if (i < sizeof(fixed) / sizeof(fixed[0])) {
+			snprintf(path, sizeof(path), "%s", fixed[i]);
+		} else {
+			if (!fgets(path, sizeof(path), ls))
+				break;
+			path[strcspn(path, "\n")] = 0;
+		}
+		t0 = now_ms();
+		ea = ehframe__load_flags(path, NULL, EHFRAME_LIBDW_ONLY, &a);
+		ms_libdw += now_ms() - t0;
+		t0 = now_ms();
+		eb = ehframe__load_flags(path, NULL, 0, &b);
+		ms_direct += now_ms() - t0;
+		if (ea != eb) {
+			CHECK(false, "%s: libdw %d, one pass %d", path, ea, eb);
+			differ++;
+		} else if (!ea) {
+			ra = ehframe__rows(a, &na);
+			rb = ehframe__rows(b, &nb);
+			ehframe__stats(a, &sa);
+			ehframe__stats(b, &sb);
+			if (na != nb || memcmp(ra, rb, na * sizeof(*ra)) ||
+			    sa.unsupported != sb.unsupported || sa.eh_bytes != sb.eh_bytes) {
+				CHECK(false, "%s: %zu rows from libdw, %zu in one pass", path, na, nb);
+				differ++;
+			}
+			CHECK(sa.direct == 0, "%s: libdw only, yet %zu read directly", path, sa.direct);
+			files++;
+			rows += na;
+			fdes += sb.fdes;
+			direct += sb.direct;
+		}
+		ehframe__free(a);
+		ehframe__free(b);
+	}
+	if (ls)
+		pclose(ls);
+	printf("    %zu files, %zu rows, %zu of %zu functions in one pass; libdw %.0f ms, "
+	       "one pass %.0f ms\n", files, rows, direct, fdes, ms_libdw, ms_direct);
+	CHECK(differ == 0, "%zu files differ", differ);
+	CHECK(files >= 4, "only %zu files compared", files);
+	CHECK(direct * 100 >= fdes * 95, "only %zu of %zu functions read in one pass", direct, fdes);
+}
+
 static void test_bad_input(void)
 {
 	struct ehframe *t;
@@ -481,6 +552,7 @@ int main(void)
 	RUN(test_debug_file_rows);
 	RUN(test_eh_frame_first);
 	RUN(test_libc_rows);
+	RUN(test_direct_same_as_libdw);
 	RUN(test_bad_input);
 	RUN(test_cancel);
 	UNIT_EXIT();
