@@ -1063,7 +1063,12 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.pid = pid;
 	key.tid = tid;
 	key.event = ev;
-	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	/* Two direct BTF loads instead of the helper's call and string copy;
+	 * a comm changing under us may come out torn (the loader reads it as
+	 * 16 bytes, NUL-terminated or not), as perf's own read may. */
+	task = bpf_get_current_task_btf();
+	*(__u64 *)key.comm = *(volatile __u64 *)task->comm;
+	*(__u64 *)&key.comm[8] = *(volatile __u64 *)&task->comm[8];
 	if (track_maps)
 		key.map_gen = map_gen_of(pid);
 	announce_process(&key);
@@ -1078,7 +1083,6 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	if (CUT(3))
 		return 0;
-	task = bpf_get_current_task_btf();
 	if (!task->mm)
 		key.flags |= BPFS_F_KTHREAD; /* kernel thread: no user stack */
 	else if (collect_user && !take_user_stack(ctx, seg, &key))

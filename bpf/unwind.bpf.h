@@ -263,7 +263,7 @@ static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
 					struct urow_cache *cache, bool sleepable)
 {
 	__u32 nr = st->nr;
-	__u64 pc, look, sp = st->sp, bp = st->fp, cfa, ra = 0, nbp = bp;
+	__u64 pc, look, sp = st->sp, bp = st->fp, cfa, ra = 0, nbp = bp, at;
 	const struct bpfs_unwind_map *m;
 	int mi;
 
@@ -300,12 +300,19 @@ static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
 		}
 		if (cfa <= sp || cfa - sp >= MAX_STACK_SPAN)
 			return unwind_stop(st, BPFS_F_USTACK_BADFRAME);
+		/* The lower of the two words first: a window opened there
+		 * holds the other (rbp is mostly saved just below the return
+		 * address; read second, it cost a second window). */
+		at = r->rbp_type == BPFS_RBP_CFA ? cfa + (__s64)r->rbp_off * 8 : ~0ULL;
+		if (at < cfa - 8 && !unwind_read(st, win, &nbp, at, sleepable)) {
+			st->fault = 1;
+			return 1;
+		}
 		if (!unwind_read(st, win, &ra, cfa - 8, sleepable)) {
 			st->fault = 1;
 			return 1;
 		}
-		if (r->rbp_type == BPFS_RBP_CFA &&
-		    !unwind_read(st, win, &nbp, cfa + (__s64)r->rbp_off * 8, sleepable)) {
+		if (at != ~0ULL && at >= cfa - 8 && !unwind_read(st, win, &nbp, at, sleepable)) {
 			st->fault = 1;
 			return 1;
 		}
