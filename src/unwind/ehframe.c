@@ -301,25 +301,8 @@ struct cursor {
 	bool bad;
 };
 
-static uint64_t rd_uleb(struct cursor *c)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->bad = true;
-	return 0;
-}
-
-static int64_t rd_sleb(struct cursor *c)
+/* A LEB128 number, sign-extended when sign. */
+static uint64_t rd_leb(struct cursor *c, bool sign)
 {
 	uint64_t v = 0;
 	unsigned shift = 0;
@@ -331,13 +314,23 @@ static int64_t rd_sleb(struct cursor *c)
 			v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
+			if (sign && shift < 64 && (b & 0x40))
 				v |= ~0ULL << shift;
-			return (int64_t)v;
+			return v;
 		}
 	}
 	c->bad = true;
 	return 0;
+}
+
+static uint64_t rd_uleb(struct cursor *c)
+{
+	return rd_leb(c, false);
+}
+
+static int64_t rd_sleb(struct cursor *c)
+{
+	return (int64_t)rd_leb(c, true);
 }
 
 static uint64_t rd_fixed(struct cursor *c, size_t n, bool sign)
