@@ -134,9 +134,11 @@ else
 	fail "a full disk: cannot mount a small tmpfs"
 fi
 # stdout that cannot take the profile (/dev/full): the error keeps its
-# cause, the exit is not 0, the summary still comes (issue #14).
+# cause, the exit is not 0, the summary still comes (issue #14). A
+# command that keeps a CPU busy, so there is a profile to write (an idle
+# machine gives 0 samples in half a second: nothing written, no error).
 for fmt in folded samples pprof; do
-	"$BPFS" -F 99 -d 0.5 --format $fmt >/dev/full 2>"$TMP/devfull.err"
+	"$BPFS" -F 999 --format $fmt -- "$W/shares" 0.3 >/dev/full 2>"$TMP/devfull.err"
 	rc=$?
 	[ $rc -ne 0 ] && grep -q "cannot write the profile to stdout: No space left on device" "$TMP/devfull.err" &&
 		grep -q "samples taken" "$TMP/devfull.err" &&
