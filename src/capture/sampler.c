@@ -38,12 +38,16 @@
 #define DRAIN_PASS_NS 50000000ULL
 #define DRAIN_CLOCK_EVERY 64
 /* After the events are disabled, the last records are drained for at most
- * this long (only the tracepoints and completions still send). */
-#define FINAL_DRAIN_NS 1000000000ULL
+ * this long in all, sampler__stop's drain and sampler__final_seqs' together
+ * (only the tracepoints and completions still send; it takes 1-10 ms). A
+ * machine that forks without pause would otherwise keep the drains going:
+ * the run ends within its second (docs/design.md, "Every run ends"), and
+ * what is left in the rings counts as lost. */
+#define FINAL_DRAIN_NS 300000000ULL
 /* After the stop flag is set, how long to wait for the programs that took
  * a sequence number to submit their records (microseconds, unless one was
  * preempted). */
-#define STOP_WAIT_NS 500000000ULL
+#define STOP_WAIT_NS 100000000ULL
 /* The callback's way of saying "this pass has had its share". */
 #define DRAIN_BUDGET_SPENT (-ECANCELED)
 
@@ -67,6 +71,7 @@ struct sampler {
 	bool pass_over;		  /* the time is spent: stop every ring */
 	struct sampler_opts opts;
 	bool stopped;
+	uint64_t drain_end;	/* CLOCK_MONOTONIC ns: the final drains' bound */
 	pthread_t detacher;	/* detaching the followers, when detaching */
 	bool detaching;
 	uint64_t mapgens_failed; /* gens not stored (mapgens update failed) */
@@ -562,7 +567,7 @@ int sampler__stop(struct sampler *s)
 	/* With the events off the rings empty fast; the bound is for the
 	 * tracepoints and completions that still send. */
 	t0 = mono_ns();
-	end = t0 + FINAL_DRAIN_NS;
+	end = s->drain_end = t0 + FINAL_DRAIN_NS;
 	do {
 		if (s->sb)
 			sideband__consume(s->sb);
@@ -757,7 +762,8 @@ int sampler__final_seqs(struct sampler *s, uint64_t *seqs, int nr)
 		p_warn("%" PRIu64 " records were still being sent %d ms after the stop: the "
 		       "sequence check may count them as missing", busy,
 		       (int)(STOP_WAIT_NS / 1000000));
-	end = mono_ns() + FINAL_DRAIN_NS;
+	/* at least one pass, then what is left of the stop's bound */
+	end = s->drain_end ? s->drain_end : mono_ns() + FINAL_DRAIN_NS;
 	while (drain_pass(s) > 0 && mono_ns() < end)
 		;
 	return bpf_map__lookup_elem(s->skel->maps.seqs, &zero, sizeof(zero), seqs,
