@@ -153,15 +153,13 @@ struct run {
  * last emptied, keeping its segments in the stream: a busy machine (a
  * build: thousands of distinct compiler stacks a second) fills any map of
  * a fixed size within seconds, and every sample after that would be lost. */
-static int keep_stacks_room(struct run *r, uint64_t *stored_at_clear)
+static int keep_stacks_room(struct run *r)
 {
-	uint64_t stored = sampler__stacks_stored(r->s);
 	size_t cleared;
 	int err;
 
-	if ((stored - *stored_at_clear) * 2 < r->o->stack_entries)
+	if (sampler__stacks_since_clear(r->s) * 2 < r->o->stack_entries)
 		return 0;
-	*stored_at_clear = stored;
 	err = sampler__clear_stacks(r->s, stream__keep_segment, r->stream, &cleared);
 	stream__stacks_cleared(r->stream);
 	if (err)
@@ -179,7 +177,6 @@ static int sample_loop(struct run *r)
 	struct command *cmd = r->cmd;
 	struct symbolizer *sym = r->sym;
 	struct unwinder *uw = r->uw;
-	uint64_t stored_at_clear = 0;
 	double deadline = r->deadline;
 	double next_refresh = now_s() + 0.25;
 	int err = 0;
@@ -203,7 +200,7 @@ static int sample_loop(struct run *r)
 			p_err("cannot drain the rings: %s; sampling stopped", strerror(-err));
 			break;
 		}
-		err = keep_stacks_room(r, &stored_at_clear);
+		err = keep_stacks_room(r);
 		if (err)
 			break;
 		symbolizer__read_announced(sym);
