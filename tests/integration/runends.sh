@@ -16,7 +16,7 @@ BOUND=5 # seconds past the signal, for the phases after sampling and the agent
 # hours takes what its writing takes). Measured here from the moment
 # sampling starts (-v's "sampling" line, stamped as it arrives) or the
 # signal is sent, to the exit, profile written. On this 2-CPU VM with a
-# make -j2 running, a signal ends the run in 0.1-0.5 s. (Not the
+# make -j2 running, a signal ends the run in 0.1-0.6 s. (Not the
 # summary's seconds: those are the events' enabled time, which starts
 # before the "sampling" line, while the first unwind tables are built.)
 # The bound is the promise itself, 1 s. One second chance, for one
