@@ -51,6 +51,7 @@ struct metrics {
 	uint64_t records_unsent;      /* counter: ring records not reserved (BPF) */
 	uint64_t records_missing;     /* gauge: records missing by sequence number */
 	uint64_t records_reordered;   /* counter: records seen twice or too late */
+	uint64_t stack_segments_dropped; /* counter: emptied from the stacks map, not kept */
 	uint64_t unwind_rows;	      /* gauge: unwind table rows held */
 	uint64_t unwind_tables_built; /* counter: unwind tables built */
 	uint64_t max_sample_rate;     /* gauge: perf_event_max_sample_rate now */

@@ -80,6 +80,9 @@ struct sampler_stats {
 	int nr_cpus;		     /* CPUs sampled */
 	int nr_events;
 	struct sampler_event_stats ev[BPFS_MAX_EVENTS];
+	/* segments taken out of the stacks map by an emptying but not kept:
+	 * keeping them failed (memory) */
+	uint64_t stacks_dropped;
 };
 
 /* What the sizes asked cost the kernel, preallocated at load (estimates:
@@ -133,13 +136,18 @@ int sampler__nr_rings(const struct sampler *s);
 int sampler__read_stack(struct sampler *s, uint64_t id, struct bpfs_stack *out);
 /* A segment taken out of the stacks map (sampler__clear_stacks). */
 typedef int (*sampler_stack_fn)(void *ctx, uint64_t id, const struct bpfs_stack *seg);
-/* Segments stored in the stacks map since the start (BPF's count). */
-uint64_t sampler__stacks_stored(const struct sampler *s);
+/* Segments BPF stored in the stacks map since it was last emptied (its
+ * .bss count: exact, those whose stack record was lost included): the
+ * map is emptied when this reaches half of --stack-entries. */
+uint64_t sampler__stacks_since_clear(const struct sampler *s);
 /* Empties the stacks map while sampling (a window closed, or the map half
  * full): BPF stores, and in stream mode sends, each segment again the next
  * time it is seen, so the map never fills on a long run. Each segment
  * taken out is handed to keep first (may be NULL), so a sample counted in
- * the kernel or sent before still finds its stack. */
+ * the kernel or sent before still finds its stack. Once keep fails (out of
+ * memory), the rest of the emptying's segments are dropped, counted
+ * (sampler_stats.stacks_dropped) and warned of; the map is still emptied.
+ * Returns the map operations' error only. */
 int sampler__clear_stacks(struct sampler *s, sampler_stack_fn keep, void *ctx, size_t *cleared);
 void sampler__free(struct sampler *s);
 

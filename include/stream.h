@@ -99,9 +99,6 @@ int stream__keep_segment(void *st, uint64_t id, const struct bpfs_stack *seg);
 /* The BPF stacks map was emptied (sampler__clear_stacks): a segment sent
  * from now on under an id already known replaces it. */
 void stream__stacks_cleared(struct stream *st);
-/* Stack records received since then: segments the BPF map holds now (less
- * the few whose record was lost). */
-uint64_t stream__stacks_since_clear(const struct stream *st);
 /* A process exited: what the stream keeps of it goes. */
 void stream__forget_process(struct stream *st, uint32_t pid);
 size_t stream__nr_segments(const struct stream *st);

@@ -440,6 +440,7 @@ static int close_window(struct agent *a, uint64_t until_unix)
 		a->metrics.records_unsent = st.stat[BPFS_STAT_RECS_UNSENT];
 		a->metrics.records_missing = ss.gaps;
 		a->metrics.records_reordered = ss.reordered;
+		a->metrics.stack_segments_dropped = st.stacks_dropped;
 	}
 	a->windows++;
 	a->metrics.windows_written += files;
@@ -713,7 +714,7 @@ int agent__run(const struct opts *o, agent_reparse_fn reparse, void *ctx)
 		/* Distinct stacks of short-lived processes (each with its own
 		 * addresses) can fill the BPF map within a window: emptied
 		 * when half full, it never is (docs/design.md, "The agent"). */
-		if (stream__stacks_since_clear(a.stream) * 2 >= o->stack_entries &&
+		if (sampler__stacks_since_clear(a.s) * 2 >= o->stack_entries &&
 		    (err = clear_stacks(&a)))
 			goto out;
 		if (clock_ns(CLOCK_MONOTONIC) < a.until_mono_ns + CLOSE_LAG_NS)

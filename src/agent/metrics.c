@@ -145,6 +145,10 @@ char *metrics__render(const struct metrics *m)
 	scalar(f, "mappings_lost_total", "counter",
 	       "Mapping records the side-band ring had no room for (the maps were read again; "
 	       "raise --sideband-size).", m->mappings_lost);
+	scalar(f, "stack_segments_dropped_total", "counter",
+	       "Stack segments taken out of the BPF stacks map when it was emptied but not kept "
+	       "(keeping them failed: out of memory); samples naming them have no stack.",
+	       m->stack_segments_dropped);
 	scalar(f, "records_unsent_total", "counter",
 	       "Ring records the BPF side could not reserve (ring full; raise --ring-size): each "
 	       "is a sequence gap.", m->records_unsent);

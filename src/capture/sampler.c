@@ -38,12 +38,16 @@
 #define DRAIN_PASS_NS 50000000ULL
 #define DRAIN_CLOCK_EVERY 64
 /* After the events are disabled, the last records are drained for at most
- * this long (only the tracepoints and completions still send). */
-#define FINAL_DRAIN_NS 1000000000ULL
+ * this long in all, sampler__stop's drain and sampler__final_seqs' together
+ * (only the tracepoints and completions still send; it takes 1-10 ms). A
+ * machine that forks without pause would otherwise keep the drains going:
+ * the run ends within its second (docs/design.md, "Every run ends"), and
+ * what is left in the rings counts as lost. */
+#define FINAL_DRAIN_NS 300000000ULL
 /* After the stop flag is set, how long to wait for the programs that took
  * a sequence number to submit their records (microseconds, unless one was
  * preempted). */
-#define STOP_WAIT_NS 500000000ULL
+#define STOP_WAIT_NS 100000000ULL
 /* The callback's way of saying "this pass has had its share". */
 #define DRAIN_BUDGET_SPENT (-ECANCELED)
 
@@ -67,9 +71,14 @@ struct sampler {
 	bool pass_over;		  /* the time is spent: stop every ring */
 	struct sampler_opts opts;
 	bool stopped;
+	uint64_t drain_end;	/* CLOCK_MONOTONIC ns: the final drains' bound */
 	pthread_t detacher;	/* detaching the followers, when detaching */
 	bool detaching;
 	uint64_t mapgens_failed; /* gens not stored (mapgens update failed) */
+	uint64_t stored_at_clear; /* .bss stacks_stored when last emptied */
+	uint64_t stacks_dropped;  /* segments emptied out but not kept */
+	long keep_fail_after;	  /* BPFS_DEBUG_KEEP_FAIL: keeps before failing; -1 */
+	uint64_t keeps;		  /* segments handed to keep so far */
 };
 
 static uint64_t mono_ns(void)
@@ -169,6 +178,14 @@ static int configure(struct sampler *s)
 		p_warn("BPFS_DEBUG_CUT=%u: every sample ends after stage %u and is not kept "
 		       "(a measurement knob: unset it for profiles)", skel->rodata->debug_cut,
 		       skel->rodata->debug_cut);
+	}
+	/* Test only: keeping a segment of an emptied stacks map fails after
+	 * this many, as when memory runs out (tests/integration/storms.sh). */
+	if (getenv("BPFS_DEBUG_KEEP_FAIL")) {
+		s->keep_fail_after = atol(getenv("BPFS_DEBUG_KEEP_FAIL"));
+		p_warn("BPFS_DEBUG_KEEP_FAIL=%ld: segments emptied from the stacks map are not "
+		       "kept after the first %ld (a test knob: unset it for profiles)",
+		       s->keep_fail_after, s->keep_fail_after);
 	}
 	skel->rodata->unwind_mode = o->unwind;
 	if (o->stack_id_bits && o->stack_id_bits < 64)
@@ -380,6 +397,7 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out)
 	if (!s)
 		return -ENOMEM;
 	s->epfd = -1;
+	s->keep_fail_after = -1;
 	s->opts = *o;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0) {
@@ -562,7 +580,7 @@ int sampler__stop(struct sampler *s)
 	/* With the events off the rings empty fast; the bound is for the
 	 * tracepoints and completions that still send. */
 	t0 = mono_ns();
-	end = t0 + FINAL_DRAIN_NS;
+	end = s->drain_end = t0 + FINAL_DRAIN_NS;
 	do {
 		if (s->sb)
 			sideband__consume(s->sb);
@@ -615,6 +633,7 @@ int sampler__stats(struct sampler *s, struct sampler_stats *out)
 	free(vals);
 	out->rate = out->ev[0].rate;
 	out->enabled_ns = out->ev[0].enabled_ns;
+	out->stacks_dropped = s->stacks_dropped;
 	for (int ev = 0; ev < out->nr_events; ev++)
 		out->expected += out->ev[ev].expected;
 	if (s->events)
@@ -644,50 +663,91 @@ static int for_each_count_slow(struct sampler *s, sampler_count_fn cb, void *ctx
 	return errno == ENOENT ? 0 : -errno;
 }
 
-int sampler__for_each_count(struct sampler *s, sampler_count_fn cb, void *ctx)
+/* One batch of a map walk: n keys and values. Returns nonzero to end the
+ * walk (the callback keeps its own error). */
+typedef int (*batch_fn)(void *ctx, const void *keys, const void *vals, __u32 n);
+
+/*
+ * Walks the hash map fd in batches of chunk entries, reading
+ * (bpf_map_lookup_batch) or reading and deleting each batch in one step
+ * (bpf_map_lookup_and_delete_batch: each bucket under its lock, so an
+ * entry added meanwhile is either taken out or stays, never deleted
+ * unread), and hands each batch to cb. Returns 0 at the map's end or when
+ * cb ended the walk, the batch call's error otherwise (-ENOSPC: a bucket
+ * larger than a chunk); *started says whether a batch call had succeeded
+ * before, so that a kernel without batch operations can be walked the
+ * slow way from the start.
+ */
+static int walk_batches(int fd, bool delete, __u32 chunk, size_t key_size, size_t val_size,
+			batch_fn cb, void *ctx, bool *started)
 {
-	const __u32 chunk = 4096;
-	int fd = bpf_map__fd(s->skel->maps.counts);
-	struct bpfs_count_key *keys;
-	struct bpfs_count_val *vals;
+	void *keys = calloc(chunk, key_size), *vals = calloc(chunk, val_size);
 	__u64 batch;
-	bool first = true;
 	int err = 0;
 
-	keys = calloc(chunk, sizeof(*keys));
-	vals = calloc(chunk, sizeof(*vals));
+	*started = false;
 	if (!keys || !vals) {
 		err = -ENOMEM;
 		goto out;
 	}
 	for (;;) {
 		__u32 n = chunk;
+		void *in = *started ? &batch : NULL;
 
-		err = bpf_map_lookup_batch(fd, first ? NULL : &batch, &batch, keys, vals, &n, NULL);
-		if (err && errno != ENOENT) {
-			err = -errno;
-			if (first && (err == -EINVAL || err == -ENOTSUP || err == -EOPNOTSUPP)) {
-				err = for_each_count_slow(s, cb, ctx);
-			}
-			break;
-		}
-		for (__u32 i = 0; i < n; i++) {
-			int cerr = cb(ctx, &keys[i], &vals[i]);
-
-			if (cerr) {
-				err = cerr;
-				goto out;
-			}
-		}
-		if (err) { /* ENOENT: that was the last batch */
+		if (delete)
+			err = bpf_map_lookup_and_delete_batch(fd, in, &batch, keys, vals, &n, NULL);
+		else
+			err = bpf_map_lookup_batch(fd, in, &batch, keys, vals, &n, NULL);
+		err = err ? -errno : 0;
+		/* what a failed call took out is handed over too */
+		if (n && cb(ctx, keys, vals, n)) {
 			err = 0;
 			break;
 		}
-		first = false;
+		if (err == -ENOENT) {
+			err = 0; /* the map's end */
+			break;
+		}
+		if (err || !n)
+			break;
+		*started = true;
 	}
 out:
 	free(keys);
 	free(vals);
+	return err;
+}
+
+struct count_walk {
+	sampler_count_fn cb;
+	void *ctx;
+	int err;
+};
+
+static int count_batch(void *ctx, const void *keys, const void *vals, __u32 n)
+{
+	struct count_walk *w = ctx;
+	const struct bpfs_count_key *k = keys;
+	const struct bpfs_count_val *v = vals;
+
+	for (__u32 i = 0; i < n && !w->err; i++)
+		w->err = w->cb(w->ctx, &k[i], &v[i]);
+	return w->err;
+}
+
+int sampler__for_each_count(struct sampler *s, sampler_count_fn cb, void *ctx)
+{
+	struct count_walk w = { .cb = cb, .ctx = ctx };
+	bool started;
+	int err;
+
+	err = walk_batches(bpf_map__fd(s->skel->maps.counts), false, 4096,
+			   sizeof(struct bpfs_count_key), sizeof(struct bpfs_count_val), count_batch,
+			   &w, &started);
+	if (w.err)
+		return w.err;
+	if (!started && (err == -EINVAL || err == -ENOTSUP || err == -EOPNOTSUPP))
+		err = for_each_count_slow(s, cb, ctx);
 	return err;
 }
 
@@ -757,7 +817,8 @@ int sampler__final_seqs(struct sampler *s, uint64_t *seqs, int nr)
 		p_warn("%" PRIu64 " records were still being sent %d ms after the stop: the "
 		       "sequence check may count them as missing", busy,
 		       (int)(STOP_WAIT_NS / 1000000));
-	end = mono_ns() + FINAL_DRAIN_NS;
+	/* at least one pass, then what is left of the stop's bound */
+	end = s->drain_end ? s->drain_end : mono_ns() + FINAL_DRAIN_NS;
 	while (drain_pass(s) > 0 && mono_ns() < end)
 		;
 	return bpf_map__lookup_elem(s->skel->maps.seqs, &zero, sizeof(zero), seqs,
@@ -774,15 +835,55 @@ int sampler__read_stack(struct sampler *s, uint64_t id, struct bpfs_stack *out)
 	return bpf_map__lookup_elem(s->skel->maps.stacks, &id, sizeof(id), out, sizeof(*out), 0);
 }
 
-uint64_t sampler__stacks_stored(const struct sampler *s)
+uint64_t sampler__stacks_since_clear(const struct sampler *s)
 {
-	return __atomic_load_n(&s->skel->bss->stacks_stored, __ATOMIC_RELAXED);
+	return __atomic_load_n(&s->skel->bss->stacks_stored, __ATOMIC_RELAXED) -
+	       s->stored_at_clear;
 }
 
-/* Without batch operations: keys first, then each segment read and
+/* An emptying of the stacks map: each segment taken out is kept, or, once
+ * keeping failed (memory), dropped and counted. */
+struct stack_walk {
+	struct sampler *s;
+	sampler_stack_fn keep;
+	void *ctx;
+	int err;	/* the first keep's error */
+	size_t cleared;
+	size_t dropped;
+};
+
+static void keep_one(struct stack_walk *w, uint64_t id, const struct bpfs_stack *seg)
+{
+	struct sampler *s = w->s;
+
+	if (!w->keep)
+		return;
+	if (!w->err) {
+		if (s->keep_fail_after >= 0 && s->keeps >= (uint64_t)s->keep_fail_after)
+			w->err = -ENOMEM;
+		else
+			w->err = w->keep(w->ctx, id, seg);
+		s->keeps++;
+	}
+	if (w->err)
+		w->dropped++;
+}
+
+static int stack_batch(void *ctx, const void *keys, const void *vals, __u32 n)
+{
+	struct stack_walk *w = ctx;
+	const __u64 *k = keys;
+	const struct bpfs_stack *v = vals;
+
+	for (__u32 i = 0; i < n; i++)
+		keep_one(w, k[i], &v[i]);
+	w->cleared += n;
+	return 0; /* emptied to the end, kept or not */
+}
+
+/* Without batch operations: keys first, then each segment read, kept and
  * deleted (deleting while walking with get_next_key restarts the walk). */
-static int clear_stacks_slow(struct sampler *s, sampler_stack_fn keep, void *ctx,
-			     size_t *cleared)
+static int clear_stacks_slow(struct sampler *s, struct stack_walk *w)
 {
 	int fd = bpf_map__fd(s->skel->maps.stacks), err = 0;
 	struct vec keys = VEC_INIT(__u64);
@@ -792,7 +893,7 @@ static int clear_stacks_slow(struct sampler *s, sampler_stack_fn keep, void *ctx
 	for (;;) {
 		k = vec__push(&keys);
 		if (!k) {
-			err = -ENOMEM;
+			err = -ENOMEM; /* what was listed is still emptied */
 			break;
 		}
 		prev = keys.nr > 1 ? vec__at(&keys, keys.nr - 2) : NULL;
@@ -806,10 +907,9 @@ static int clear_stacks_slow(struct sampler *s, sampler_stack_fn keep, void *ctx
 
 		if (bpf_map_lookup_elem(fd, &id, &seg))
 			continue;
-		if (keep && !err)
-			err = keep(ctx, id, &seg);
+		keep_one(w, id, &seg);
 		if (!bpf_map_delete_elem(fd, &id))
-			(*cleared)++;
+			w->cleared++;
 	}
 	vec__free(&keys);
 	return err;
@@ -817,49 +917,24 @@ static int clear_stacks_slow(struct sampler *s, sampler_stack_fn keep, void *ctx
 
 int sampler__clear_stacks(struct sampler *s, sampler_stack_fn keep, void *ctx, size_t *cleared)
 {
-	const __u32 chunk = 512;
-	int fd = bpf_map__fd(s->skel->maps.stacks), err = 0, kerr = 0;
-	struct bpfs_stack *vals = NULL;
-	__u64 *keys = NULL, batch;
-	bool first = true;
+	struct stack_walk w = { .s = s, .keep = keep, .ctx = ctx };
+	bool started;
+	int err;
 
-	/* Read and deleted in one step per chunk, each bucket under its
-	 * lock: a segment stored meanwhile is either taken out (and kept)
-	 * or stays in the map, never deleted unread. */
-	*cleared = 0;
-	keys = calloc(chunk, sizeof(*keys));
-	vals = calloc(chunk, sizeof(*vals));
-	if (!keys || !vals) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		__u32 n = chunk;
-
-		err = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &batch, &batch, keys, vals,
-						      &n, NULL);
-		err = err ? -errno : 0;
-		for (__u32 i = 0; i < n && keep; i++)
-			if (!kerr)
-				kerr = keep(ctx, keys[i], &vals[i]);
-		*cleared += n;
-		if (err == -ENOENT) {
-			err = 0; /* the map's end */
-			break;
-		}
-		if (err) {
-			/* no batch operations here, or a bucket larger than a
-			 * chunk (ENOSPC): one segment at a time */
-			if (first || err == -ENOSPC)
-				err = clear_stacks_slow(s, keep, ctx, cleared);
-			break;
-		}
-		first = false;
-	}
-out:
-	free(keys);
-	free(vals);
-	return err ? err : kerr;
+	/* what BPF stored until now is in the map, or taken out below */
+	s->stored_at_clear = __atomic_load_n(&s->skel->bss->stacks_stored, __ATOMIC_RELAXED);
+	err = walk_batches(bpf_map__fd(s->skel->maps.stacks), true, 512, sizeof(__u64),
+			   sizeof(struct bpfs_stack), stack_batch, &w, &started);
+	/* no batch operations here, or a bucket larger than a chunk
+	 * (ENOSPC): one segment at a time */
+	if (err && (!started || err == -ENOSPC))
+		err = clear_stacks_slow(s, &w);
+	*cleared = w.cleared;
+	s->stacks_dropped += w.dropped;
+	if (w.dropped)
+		p_warn("stacks map emptied: %zu segments not kept (%s): samples naming them "
+		       "have no stack", w.dropped, strerror(-w.err));
+	return err;
 }
 
 void sampler__free(struct sampler *s)

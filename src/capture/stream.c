@@ -45,7 +45,6 @@ struct stream {
 	uint64_t window;	  /* windows closed so far */
 	uint64_t gen;		  /* times the BPF stacks map was emptied */
 	bool sealed;		  /* the open window is being read */
-	uint64_t cleared_at;	  /* stack records (and losses) at the last */
 	struct hashmap *comms;	  /* pid -> last comm (char[16]) */
 	struct cpu_seq *cpus;
 	size_t nr_cpus;
@@ -582,12 +581,6 @@ void stream__stacks_cleared(struct stream *st)
 {
 	st->gen++;
 	st->stats.stacks_cleared++;
-	st->cleared_at = st->stats.stack_records;
-}
-
-uint64_t stream__stacks_since_clear(const struct stream *st)
-{
-	return st->stats.stack_records - st->cleared_at;
 }
 
 void stream__forget_process(struct stream *st, uint32_t pid)

@@ -549,6 +549,10 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 		fprintf(f, "  stacks map: emptied %" PRIu64 " time%s while sampling, each time half "
 			"full, %" PRIu64 " segments kept by the loader\n", ss->stacks_cleared,
 			ss->stacks_cleared == 1 ? "" : "s", ss->segments_kept);
+	if (st->stacks_dropped)
+		fprintf(f, "  stacks map: %" PRIu64 " segments emptied out but not kept (keeping "
+			"them failed: out of memory); samples naming them have no stack\n",
+			st->stacks_dropped);
 	if (rs->stacks_missing)
 		fprintf(f, "  %" PRIu64 " stack ids were not found in the stacks map\n",
 			rs->stacks_missing);

@@ -10,18 +10,21 @@ require_root runends
 BOUND=5 # seconds past the signal, for the phases after sampling and the agent
 
 # The promise (docs/design.md, "Every run ends"): the duration, SIGINT and
-# SIGTERM are honoured within 1 s at any rate. Measured here from the
-# moment sampling starts (-v's "sampling" line, stamped as it arrives) or
-# the signal is sent, to the exit, profile written. On this 2-CPU VM with
-# other builds running, -d 1 at -F 100000 exits 0.08-0.33 s past its
-# duration and a signal ends the run in 0.1-1.6 s. (Not the summary's
-# seconds: those are the events' enabled time, which starts before the
-# "sampling" line, while the first unwind tables are built.) A stamp can
-# come late when the stamper is starved (a -d 0.3 run "ended" 0.1 s early
-# once), so the bound is loose either way: 2 s, twice the promise, so that
-# a CPU taken by a compiler for a moment does not fail the suite while a
-# loader that ignores its deadline (7 to 230 s before) still does.
-PROMISE_MS=2000
+# SIGTERM are honoured within 1 s at any rate: the events are off at once,
+# the last records drained within 0.3 s, and the profile named and written
+# (for the runs here, seconds at 100 kHz, 0.1-0.5 s of it; a profile of
+# hours takes what its writing takes). Measured here from the moment
+# sampling starts (-v's "sampling" line, stamped as it arrives) or the
+# signal is sent, to the exit, profile written. On this 2-CPU VM with a
+# make -j2 running, a signal ends the run in 0.1-0.6 s. (Not the
+# summary's seconds: those are the events' enabled time, which starts
+# before the "sampling" line, while the first unwind tables are built.)
+# The bound is the promise itself, 1 s. One second chance, for one
+# documented reason: the measuring shell, at normal priority, shares the
+# two CPUs with the compilers and the sampling, and can be late to see the
+# exit. A run that misses the bound twice fails; so does any that fails
+# otherwise (exit status, profile, summary).
+PROMISE_MS=1000
 
 ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
 # stamp FILE: each line of stdin into FILE, after the time it arrived (ms);
@@ -51,9 +54,22 @@ progs_before=$(our_progs)
 # DUR s + PROMISE_MS of the start of sampling, the profile written, the
 # summary printed. A watchdog kills it after 60 s: a hang is a failure,
 # not a stuck suite.
+# late=1 when only the time bound was missed: the second chance.
+# t0, rc and past are left for ends_report.
 ends_within() {
-	local name=$1 dur=$2 t0 t1 rc
+	local first retry_note=
+	ends_try "$@"
+	[ "$late" = 1 ] || return 0
+	first=$past
+	retry_note=" (second try: the first was $first ms past)"
+	ends_try "$@"
+	[ "$late" = 1 ] || return 0
+	ends_report "$1" "$2" "$first"
+}
+ends_try() {
+	local name=$1 dur=$2 t1
 	shift 2
+	late=0
 	rm -f "$TMP/end.out"
 	"$BPFS" -v -d "$dur" -o "$TMP/end.out" "$@" 2> >(stamp "$TMP/end.err") &
 	local pid=$!
@@ -66,14 +82,21 @@ ends_within() {
 	wait $dog 2>/dev/null
 	stamped_wait "$TMP/end.err"
 	t0=$(started_at "$TMP/end.err")
-	local past=$((t1 - ${t0:-0} - $(awk -v d="$dur" 'BEGIN { printf "%d", d * 1000 }')))
-	if [ $rc -eq 0 ] && [ -n "$t0" ] && [ "$past" -le $PROMISE_MS ] &&
-		grep -q 'samples taken' "$TMP/end.err" && [ -s "$TMP/end.out" ]; then
-		pass "$name: -d $dur exited $past ms past its duration, exit 0, profile written"
+	past=$((t1 - ${t0:-0} - $(awk -v d="$dur" 'BEGIN { printf "%d", d * 1000 }')))
+	if [ $rc -eq 0 ] && [ -n "$t0" ] && grep -q 'samples taken' "$TMP/end.err" &&
+		[ -s "$TMP/end.out" ]; then
+		if [ "$past" -le $PROMISE_MS ]; then
+			pass "$name: -d $dur exited $past ms past its duration, exit 0, profile written${retry_note:-}"
+		else
+			late=1
+		fi
 	else
-		fail "$name: -d $dur exits within $PROMISE_MS ms past its duration" \
-			"exit $rc, $past ms past (sampling from ${t0:-never}): $(grep -v ' EOF$' "$TMP/end.err" | tail -3)"
+		ends_report "$name" "$dur" ""
 	fi
+}
+ends_report() {
+	fail "$1: -d $2 exits within $PROMISE_MS ms past its duration${3:+ (twice: $3 ms the first time)}" \
+		"exit $rc, $past ms past (sampling from ${t0:-never}): $(grep -v ' EOF$' "$TMP/end.err" | tail -3)"
 }
 
 ends_within "aggregate -F 100000" 1 -F 100000
@@ -86,8 +109,20 @@ ends_within "stream, -c 10000 with idle" 0.3 --mode stream -I -c 10000
 # signal_within NAME SIG WAIT WANT CMD...: SIG after WAIT s of sampling
 # (from CMD's "sampling" line, when it says one) ends CMD within
 # PROMISE_MS (BOUND s for the agent), exit 0, and its stderr says WANT.
+# A run that only misses the time bound has its second chance (above).
 signal_within() {
-	local name=$1 sig=$2 wait=$3 want=$4 t0 t1 rc bound=$PROMISE_MS
+	local first retry_note=
+	signal_try "$@"
+	[ "$late" = 1 ] || return 0
+	first=$took
+	retry_note=" (second try: the first took $first ms)"
+	signal_try "$@"
+	[ "$late" = 1 ] || return 0
+	fail "$1: SIG$2 honoured within $bound ms" "twice late: $first ms, then $took ms: $(tail -3 "$TMP/term.err")"
+}
+signal_try() {
+	local name=$1 sig=$2 wait=$3 want=$4 t0 t1 rc
+	bound=$PROMISE_MS late=0
 	shift 4
 	[ "$1" = agent ] || [ "$2" = agent ] && bound=$((BOUND * 1000))
 	"$@" 2>"$TMP/term.err" &
@@ -104,10 +139,15 @@ signal_within() {
 	t1=$(ms)
 	kill $dog 2>/dev/null
 	wait $dog 2>/dev/null
-	if [ $rc -eq 0 ] && [ $((t1 - t0)) -le $bound ] && grep -q "$want" "$TMP/term.err"; then
-		pass "$name: SIG$sig honoured in $((t1 - t0)) ms, exit 0"
+	took=$((t1 - t0))
+	if [ $rc -eq 0 ] && grep -q "$want" "$TMP/term.err"; then
+		if [ $took -le $bound ]; then
+			pass "$name: SIG$sig honoured in $took ms, exit 0${retry_note:-}"
+		else
+			late=1
+		fi
 	else
-		fail "$name: SIG$sig honoured within $bound ms" "exit $rc after $((t1 - t0)) ms: $(tail -3 "$TMP/term.err")"
+		fail "$name: SIG$sig honoured within $bound ms" "exit $rc after $took ms: $(tail -3 "$TMP/term.err")"
 	fi
 }
 sigterm_within() {

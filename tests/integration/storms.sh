@@ -93,6 +93,36 @@ for mode in aggregate stream; do
 	fi
 done
 
+# --- Keeping the emptied segments fails (as when memory runs out; forced
+# after the first 100 with a test knob): the rest of each emptying's
+# segments are dropped, the map still emptied, the run goes on, and the
+# drops are counted in the summary and the agent's metric.
+"$W/stackfan" 3 &
+wl=$!
+BPFS_DEBUG_KEEP_FAIL=100 "$BPFS" -F 999 --stack-entries 512 -d 2 -p "$wl" \
+	-o "$TMP/keepfail.folded" 2>"$TMP/keepfail.err"
+rc=$?
+wait "$wl"
+emptied=$(sed -n 's/.*stacks map: emptied \([0-9]*\) time.*/\1/p' "$TMP/keepfail.err")
+dropped=$(sed -n 's/.*stacks map: \([0-9]*\) segments emptied out but not kept.*/\1/p' "$TMP/keepfail.err")
+warned=$(grep -c 'segments not kept (Cannot allocate memory)' "$TMP/keepfail.err")
+[ $rc -eq 0 ] && [ "${emptied:-0}" -ge 2 ] && [ "${dropped:-0}" -gt 0 ] && [ "$warned" -ge 1 ] &&
+	[ "$(samples_with "$TMP/keepfail.folded" fan_leaf)" -gt 0 ] &&
+	pass "keeping segments fails: $dropped dropped and counted, map emptied $emptied times, exit 0" ||
+	fail "keeping segments fails: drops counted, the run goes on" \
+		"exit $rc, emptied ${emptied:-0}, dropped ${dropped:-0}: $(grep -E 'stacks map|not kept' "$TMP/keepfail.err")"
+"$W/stackfan" 4 &
+wl=$!
+BPFS_DEBUG_KEEP_FAIL=100 "$BPFS" agent -F 999 --stack-entries 512 -d 3.5 --interval 1 \
+	--output-dir "$TMP/keepspool" --metrics-file "$TMP/keep.prom" 2>"$TMP/keepagent.err"
+rc=$?
+wait "$wl"
+m=$(awk '$1 == "bpfsampler_stack_segments_dropped_total" { print $2 }' "$TMP/keep.prom" 2>/dev/null)
+[ $rc -eq 0 ] && [ "${m:-0}" -gt 0 ] &&
+	pass "keeping segments fails in the agent: it goes on, metric stack_segments_dropped_total $m" ||
+	fail "keeping segments fails in the agent: the metric counts the drops" \
+		"exit $rc, metric '${m:-}': $(tail -3 "$TMP/keepagent.err")"
+
 # --- The same map filled faster than the loader empties it (it sleeps a
 # second after each drain): the samples that found it full are lost,
 # counted as such, and the summary says what to raise.

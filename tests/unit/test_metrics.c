@@ -39,6 +39,7 @@ static void fill(struct metrics *m)
 	m->records_unsent = 12;
 	m->records_missing = 13;
 	m->records_reordered = 14;
+	m->stack_segments_dropped = 15;
 	m->unwind_rows = 28271;
 	m->unwind_tables_built = 11;
 	m->rss_bytes = 1 << 20;
@@ -84,6 +85,8 @@ static void check_text(const char *t)
 	HAS(t, "bpfsampler_mappings_lost_total 9");
 	HAS(t, "# TYPE bpfsampler_records_unsent_total counter");
 	HAS(t, "bpfsampler_records_unsent_total 12");
+	HAS(t, "# TYPE bpfsampler_stack_segments_dropped_total counter");
+	HAS(t, "bpfsampler_stack_segments_dropped_total 15");
 	HAS(t, "# TYPE bpfsampler_records_missing gauge");
 	HAS(t, "bpfsampler_records_missing 13");
 	HAS(t, "# TYPE bpfsampler_records_out_of_order_total counter");
@@ -114,7 +117,7 @@ static void test_render(void)
 		helps++;
 	for (const char *p = t; (p = strstr(p, "# TYPE ")); p++)
 		types++;
-	CHECK(helps == types && helps == 23, "23 metrics, %d HELP and %d TYPE", helps, types);
+	CHECK(helps == types && helps == 24, "24 metrics, %d HELP and %d TYPE", helps, types);
 	CHECK(t[strlen(t) - 1] == '\n', "ends with a newline");
 	CHECK(strstr(t, "bpfsampler_build_info{version=\"") != NULL, "build info");
 	free(t);
