@@ -438,6 +438,9 @@ static size_t min_size(uint32_t type)
 	}
 }
 
+/* CONFIG_NR_CPUS is at most 8192 */
+#define STREAM_MAX_CPUS 65536
+
 /* A record of a size given by its contents (a stack: by its frame count)
  * must hold what it says it holds; nothing past size is ever read. */
 static bool size_ok(const struct bpfs_rec_hdr *h, size_t size)
@@ -445,6 +448,10 @@ static bool size_ok(const struct bpfs_rec_hdr *h, size_t size)
 	const struct bpfs_rec_stack *r = (const void *)h;
 
 	if (size < sizeof(*h) || size < min_size(h->type))
+		return false;
+	/* the sequence table is sized by the highest CPU seen: a wild cpu
+	 * field would allocate gigabytes (found by fuzz_stream) */
+	if (h->cpu >= STREAM_MAX_CPUS)
 		return false;
 	if (h->type == BPFS_REC_STACK)
 		return r->seg.nr <= BPFS_SEG_FRAMES && size >= BPFS_REC_STACK_SIZE(r->seg.nr);

@@ -289,8 +289,10 @@ static void test_sized_stack_records(void)
 	handle_sized(st, r, BPFS_REC_STACK_HEAD);
 	/* shorter than the head: nr itself cannot be read */
 	handle_sized(st, stack_rec(0, 3, 5, 0, 0, 0), BPFS_REC_STACK_HEAD - 1);
+	/* a wild CPU number: not a sequence table of gigabytes */
+	handle_sized(st, stack_rec(UINT32_MAX, 3, 5, 0, 1, 0), BPFS_REC_STACK_SIZE(1));
 	stream__stats(st, &ss);
-	CHECK(ss.malformed == 5 && ss.stack_records == 2, "malformed %llu stack records %llu",
+	CHECK(ss.malformed == 6 && ss.stack_records == 2, "malformed %llu stack records %llu",
 	      (unsigned long long)ss.malformed, (unsigned long long)ss.stack_records);
 	n = stream__unwind(st, 3, fallback_none, NULL, ips, 16, &missing);
 	CHECK(n == 0 && missing, "a refused record is not a segment");
@@ -301,7 +303,7 @@ static void test_sized_stack_records(void)
 	n = stream__unwind(st, 7, NULL, NULL, ips, 16, &missing);
 	CHECK(n == 2 && !missing && ips[1] == 0x7001, "empty root, larger record: n %zu", n);
 	stream__stats(st, &ss);
-	CHECK(ss.malformed == 5 && ss.stack_records == 4, "malformed %llu stack records %llu",
+	CHECK(ss.malformed == 6 && ss.stack_records == 4, "malformed %llu stack records %llu",
 	      (unsigned long long)ss.malformed, (unsigned long long)ss.stack_records);
 	stream__free(st);
 }
