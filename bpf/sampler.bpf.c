@@ -532,8 +532,11 @@ static __always_inline void send_segment(__u64 id, const struct bpfs_stack *s)
 	} head = { .id = id };
 	struct bpf_dynptr dp;
 	__u32 nr = seg_nr(s);
-	/* only the frames the segment has: typical segments are 5-30 */
+	/* only the frames the segment has: 5 on average under a build */
 	__u32 body = BPFS_REC_STACK_SIZE(nr) - sizeof(head);
+
+	_Static_assert(sizeof(head) == __builtin_offsetof(struct bpfs_rec_stack, seg),
+		       "head is the record up to its segment");
 
 	if (!ring || !rec_reserve_dynptr(ring, BPFS_REC_STACK_SIZE(nr), BPFS_REC_STACK,
 					 &dp, &head.hdr)) {
