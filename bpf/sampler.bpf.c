@@ -325,15 +325,13 @@ static __always_inline void recs_busy_put(void)
 		__sync_fetch_and_sub(busy, 1);
 }
 
-/* Reserves a record on this CPU's ring and fills its header; NULL when the
- * ring is full (the sequence number is spent anyway: a visible gap) or
- * when the loader has stopped taking records (no number taken). A record
- * returned must go to rec_submit. */
-static __always_inline void *rec_reserve(void *ring, __u32 size, __u32 type)
+/* The part of sending a record before the slot: raises this CPU's busy
+ * count and returns its sequence counter, or NULL when the loader has
+ * stopped taking records (no number taken, busy count given back). */
+static __always_inline __u64 *rec_enter(void *ring)
 {
-	struct bpfs_rec_hdr *hdr;
 	__u32 zero = 0;
-	__u64 *seq, *busy, s;
+	__u64 *seq, *busy;
 
 	seq = bpf_map_lookup_elem(&seqs, &zero);
 	busy = bpf_map_lookup_elem(&recs_busy, &zero);
@@ -348,6 +346,28 @@ static __always_inline void *rec_reserve(void *ring, __u32 size, __u32 type)
 		stat_inc_global(BPFS_STAT_RECS_AFTER_STOP);
 		return NULL;
 	}
+	return seq;
+}
+
+/* The record could not be reserved: its number is spent (a visible gap). */
+static __always_inline void rec_unsent(void)
+{
+	stat_inc_global(BPFS_STAT_RECS_UNSENT);
+	recs_busy_put();
+}
+
+/* Reserves a record on this CPU's ring and fills its header; NULL when the
+ * ring is full (the sequence number is spent anyway: a visible gap) or
+ * when the loader has stopped taking records (no number taken). A record
+ * returned must go to rec_submit. */
+static __always_inline void *rec_reserve(void *ring, __u32 size, __u32 type)
+{
+	struct bpfs_rec_hdr *hdr;
+	__u64 *seq, s;
+
+	seq = rec_enter(ring);
+	if (!seq)
+		return NULL;
 	if (use_task_work)
 		bpf_preempt_disable();
 	/* atomic: a completion callback in task context and the sampling
@@ -357,14 +377,44 @@ static __always_inline void *rec_reserve(void *ring, __u32 size, __u32 type)
 	if (use_task_work)
 		bpf_preempt_enable();
 	if (!hdr) {
-		stat_inc_global(BPFS_STAT_RECS_UNSENT);
-		__sync_fetch_and_sub(busy, 1);
+		rec_unsent();
 		return NULL;
 	}
 	hdr->type = type;
 	hdr->cpu = bpf_get_smp_processor_id();
 	hdr->seq = s;
 	return hdr;
+}
+
+/* rec_reserve for a record whose size is known only at run time: the slot
+ * is the dynptr dp, and *h the header to write into it. False when not
+ * reserved (dp released already, or never set up); when true, dp must go
+ * to rec_submit_dynptr. */
+static __always_inline bool rec_reserve_dynptr(void *ring, __u32 size, __u32 type,
+					       struct bpf_dynptr *dp, struct bpfs_rec_hdr *h)
+{
+	__u64 *seq;
+	long err;
+
+	seq = rec_enter(ring);
+	if (!seq)
+		return false;
+	if (use_task_work)
+		bpf_preempt_disable();
+	h->seq = __sync_fetch_and_add(seq, 1) + 1;
+	err = bpf_ringbuf_reserve_dynptr(ring, size, 0, dp);
+	if (use_task_work)
+		bpf_preempt_enable();
+	if (err) {
+		/* a failed reservation is a null dynptr, but must be
+		 * discarded all the same */
+		bpf_ringbuf_discard_dynptr(dp, 0);
+		rec_unsent();
+		return false;
+	}
+	h->type = type;
+	h->cpu = bpf_get_smp_processor_id();
+	return true;
 }
 
 /* Wakes the loader only once a batch has piled up; it also polls on a
@@ -376,6 +426,16 @@ static __always_inline void rec_submit(void *ring, void *rec)
 	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(rec, flags);
+	recs_busy_put();
+}
+
+static __always_inline void rec_submit_dynptr(void *ring, struct bpf_dynptr *dp)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit_dynptr(dp, flags);
 	recs_busy_put();
 }
 
@@ -466,17 +526,30 @@ static __always_inline bool seg_equal(const struct bpfs_stack *a, const struct b
 static __always_inline void send_segment(__u64 id, const struct bpfs_stack *s)
 {
 	void *ring = this_ring();
-	struct bpfs_rec_stack *rec;
+	struct {
+		struct bpfs_rec_hdr hdr;
+		__u64 id;
+	} head = { .id = id };
+	struct bpf_dynptr dp;
+	__u32 nr = seg_nr(s);
+	/* only the frames the segment has: 5 on average under a build */
+	__u32 body = BPFS_REC_STACK_SIZE(nr) - sizeof(head);
 
-	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_STACK);
-	if (!rec) {
+	_Static_assert(sizeof(head) == __builtin_offsetof(struct bpfs_rec_stack, seg),
+		       "head is the record up to its segment");
+
+	if (!ring || !rec_reserve_dynptr(ring, BPFS_REC_STACK_SIZE(nr), BPFS_REC_STACK,
+					 &dp, &head.hdr)) {
 		stat_inc_global(BPFS_STAT_STACK_RECS_LOST);
 		return;
 	}
-	rec->id = id;
-	/* too large for an inlined memcpy */
-	bpf_probe_read_kernel(&rec->seg, sizeof(rec->seg), s);
-	rec_submit(ring, rec);
+	bpf_dynptr_write(&dp, 0, &head, sizeof(head), 0);
+	/* parent, nr, pad and nr frames: s is in a map value or on the
+	 * caller's scratch, whole, so body never reads past it */
+	if (body > sizeof(*s))
+		body = sizeof(*s);
+	bpf_dynptr_write(&dp, sizeof(head), (void *)s, body, 0);
+	rec_submit_dynptr(ring, &dp);
 }
 
 /*

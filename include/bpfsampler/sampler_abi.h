@@ -219,11 +219,19 @@ struct bpfs_rec_map {
 	__u32 pad;
 };
 
+/* Sized by its depth: the record ends after seg.ips[seg.nr - 1], so it is
+ * BPFS_REC_STACK_SIZE(seg.nr) bytes (40 + 8 per frame), not the whole
+ * struct (1056). Typical segments are 5-30 frames; a fixed-size record was
+ * most of the ring traffic in stream mode (issue #13). A record shorter
+ * than its nr asks for, or with nr over BPFS_SEG_FRAMES, is malformed. */
 struct bpfs_rec_stack {
 	struct bpfs_rec_hdr hdr; /* BPFS_REC_STACK */
 	__u64 id;
-	struct bpfs_stack seg;	/* only seg.nr frames are meaningful */
+	struct bpfs_stack seg;	/* only seg.nr frames are sent */
 };
+
+#define BPFS_REC_STACK_HEAD __builtin_offsetof(struct bpfs_rec_stack, seg.ips)
+#define BPFS_REC_STACK_SIZE(nr) (BPFS_REC_STACK_HEAD + (nr) * sizeof(__u64))
 
 /*
  * Unwind tables (docs/design.md, "Unwinding without frame pointers"). The

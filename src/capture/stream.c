@@ -427,7 +427,7 @@ static size_t min_size(uint32_t type)
 	case BPFS_REC_SAMPLE:
 		return sizeof(struct bpfs_rec_sample);
 	case BPFS_REC_STACK:
-		return sizeof(struct bpfs_rec_stack);
+		return BPFS_REC_STACK_HEAD; /* and its frames: size_ok */
 	case BPFS_REC_COMPLETE:
 		return sizeof(struct bpfs_rec_complete);
 	case BPFS_REC_MAP:
@@ -437,12 +437,32 @@ static size_t min_size(uint32_t type)
 	}
 }
 
+/* CONFIG_NR_CPUS is at most 8192 */
+#define STREAM_MAX_CPUS 65536
+
+/* A record of a size given by its contents (a stack: by its frame count)
+ * must hold what it says it holds; nothing past size is ever read. */
+static bool size_ok(const struct bpfs_rec_hdr *h, size_t size)
+{
+	const struct bpfs_rec_stack *r = (const void *)h;
+
+	if (size < sizeof(*h) || size < min_size(h->type))
+		return false;
+	/* the sequence table is sized by the highest CPU seen: a wild cpu
+	 * field would allocate gigabytes (found by fuzz_stream) */
+	if (h->cpu >= STREAM_MAX_CPUS)
+		return false;
+	if (h->type == BPFS_REC_STACK)
+		return r->seg.nr <= BPFS_SEG_FRAMES && size >= BPFS_REC_STACK_SIZE(r->seg.nr);
+	return true;
+}
+
 int stream__handle(struct stream *st, const void *data, size_t size)
 {
 	const struct bpfs_rec_hdr *h = data;
 	int err;
 
-	if (size < sizeof(*h) || size < min_size(h->type)) {
+	if (!size_ok(h, size)) {
 		st->stats.malformed++;
 		return 0;
 	}

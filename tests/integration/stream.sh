@@ -24,6 +24,25 @@ for mode in stream aggregate; do
 	fi
 done
 
+# Stack records are sized by their segment's depth: a 300-deep chain (three
+# segments, the leaf one partly filled) and a shallow one come out whole.
+for depth in 300 3; do
+	profile "$TMP/d$depth.folded" -F 4000 --mode stream -- "$W/recurse" $depth 1 ||
+		fail "stream: $depth-deep run" "$(cat "$TMP/d$depth.folded.err")"
+	leaf=$(samples_with "$TMP/d$depth.folded" recurse_leaf)
+	whole=$(samples_matching "$TMP/d$depth.folded" ";main;run_recurse;(recurse;){$depth}recurse_leaf(;|\$)")
+	if [ "$leaf" -lt 1000 ]; then
+		fail "stream: $depth-deep recursion, enough samples" "$leaf"
+	elif grep -q 'malformed' "$TMP/d$depth.folded.err"; then
+		fail "stream: $depth-deep recursion, no malformed record" "$(grep malformed "$TMP/d$depth.folded.err")"
+	else
+		r=$(ratio "$whole" "$leaf")
+		awk -v r="$r" 'BEGIN { exit !(r >= 0.99) }' &&
+			pass "stream: $depth-deep recursion whole from main in $r of samples" ||
+			fail "stream: $depth-deep recursion whole from main" "only $r ($whole of $leaf)"
+	fi
+done
+
 # Deeper than --max-stack-depth: cut, and said so.
 profile "$TMP/cut.folded" -F 999 --max-stack-depth 300 -- "$W/recurse" 1000 1 || fail "cut run"
 cut=$(samples_matching "$TMP/cut.folded" '^recurse;[[]truncated: max depth[]];(recurse;){2}')

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Reassembly of synthetic record streams: CPUs interleaved, stack records
  * before and after their samples, lost records, duplicate ids, truncated and
- * unknown records, multi-segment stacks and cycles. */
+ * unknown records, stack records sized by their depth, multi-segment stacks
+ * and cycles. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,6 +243,71 @@ static void test_truncated_and_unknown(void)
 	stream__free(st);
 }
 
+/* handle_sized: a stack record as the BPF side sends it, sized by its
+ * depth, in a buffer of exactly that size (ASan sees a read past it). */
+static int handle_sized(struct stream *st, const struct bpfs_rec_stack *r, size_t size)
+{
+	void *buf = malloc(size ? size : 1);
+	int err;
+
+	memcpy(buf, r, size);
+	err = stream__handle(st, buf, size);
+	free(buf);
+	return err;
+}
+
+static void test_sized_stack_records(void)
+{
+	struct stream *st = new_stream(false);
+	struct bpfs_rec_stack *r;
+	struct stream_stats ss;
+	uint64_t ips[2 * BPFS_SEG_FRAMES];
+	bool missing;
+	size_t n;
+
+	CHECK(BPFS_REC_STACK_SIZE(0) == 40 && BPFS_REC_STACK_SIZE(BPFS_SEG_FRAMES) ==
+		      sizeof(struct bpfs_rec_stack), "record sizes");
+	/* a full root segment and a shallow leaf, each exactly its size */
+	r = stack_rec(0, 1, 1, 0, BPFS_SEG_FRAMES, 0x1000);
+	handle_sized(st, r, BPFS_REC_STACK_SIZE(BPFS_SEG_FRAMES));
+	r = stack_rec(0, 2, 2, 1, 3, 0x2000);
+	handle_sized(st, r, BPFS_REC_STACK_SIZE(3));
+	n = stream__unwind(st, 2, NULL, NULL, ips, 2 * BPFS_SEG_FRAMES, &missing);
+	CHECK(n == 3 + BPFS_SEG_FRAMES && !missing && ips[2] == 0x2002 && ips[3] == 0x1000 &&
+		      ips[n - 1] == 0x1000 + BPFS_SEG_FRAMES - 1,
+	      "exact-size records reassembled: n %zu", n);
+
+	/* too short for its nr, by one byte and by a frame */
+	r = stack_rec(0, 3, 3, 0, 5, 0x3000);
+	handle_sized(st, r, BPFS_REC_STACK_SIZE(5) - 1);
+	handle_sized(st, r, BPFS_REC_STACK_SIZE(4));
+	/* more frames than a segment holds, whatever the size */
+	r = stack_rec(0, 3, 4, 0, 0, 0x4000);
+	r->seg.nr = BPFS_SEG_FRAMES + 1;
+	handle_sized(st, r, sizeof(*r));
+	r->seg.nr = UINT32_MAX; /* BPFS_REC_STACK_SIZE would overflow 32 bits */
+	handle_sized(st, r, BPFS_REC_STACK_HEAD);
+	/* shorter than the head: nr itself cannot be read */
+	handle_sized(st, stack_rec(0, 3, 5, 0, 0, 0), BPFS_REC_STACK_HEAD - 1);
+	/* a wild CPU number: not a sequence table of gigabytes */
+	handle_sized(st, stack_rec(UINT32_MAX, 3, 5, 0, 1, 0), BPFS_REC_STACK_SIZE(1));
+	stream__stats(st, &ss);
+	CHECK(ss.malformed == 6 && ss.stack_records == 2, "malformed %llu stack records %llu",
+	      (unsigned long long)ss.malformed, (unsigned long long)ss.stack_records);
+	n = stream__unwind(st, 3, fallback_none, NULL, ips, 16, &missing);
+	CHECK(n == 0 && missing, "a refused record is not a segment");
+
+	/* an empty segment and a record larger than its nr are fine */
+	handle_sized(st, stack_rec(0, 3, 6, 0, 0, 0), BPFS_REC_STACK_SIZE(0));
+	handle_sized(st, stack_rec(0, 4, 7, 6, 2, 0x7000), sizeof(struct bpfs_rec_stack));
+	n = stream__unwind(st, 7, NULL, NULL, ips, 16, &missing);
+	CHECK(n == 2 && !missing && ips[1] == 0x7001, "empty root, larger record: n %zu", n);
+	stream__stats(st, &ss);
+	CHECK(ss.malformed == 6 && ss.stack_records == 4, "malformed %llu stack records %llu",
+	      (unsigned long long)ss.malformed, (unsigned long long)ss.stack_records);
+	stream__free(st);
+}
+
 static void test_segments_and_cycles(void)
 {
 	struct stream *st = new_stream(false);
@@ -310,6 +376,7 @@ int main(void)
 	RUN(test_duplicates);
 	RUN(test_keep_segments_of_emptied_map);
 	RUN(test_truncated_and_unknown);
+	RUN(test_sized_stack_records);
 	RUN(test_segments_and_cycles);
 	RUN(test_aggregation_and_order);
 	UNIT_EXIT();
