@@ -73,6 +73,9 @@ int stream__close_cpu(struct stream *st, uint32_t cpu, uint64_t last_seq);
  * they have, marked unreadable. Call after the final drain. */
 int stream__finish(struct stream *st);
 int stream__for_each_count(struct stream *st, stream_count_fn cb, void *ctx);
+/* The same, but the counts for which take returns 1 go (take added them
+ * somewhere else); 0 leaves one, < 0 stops (sampler__take_counts). */
+int stream__take_counts(struct stream *st, stream_count_fn take, void *ctx);
 /*
  * Windows (the agent). Samples taken at or after end_ns (CLOCK_MONOTONIC)
  * are counted apart, in the next window's counts, so a window holds

@@ -497,6 +497,42 @@ int stream__for_each_count(struct stream *st, stream_count_fn cb, void *ctx)
 	return 0;
 }
 
+int stream__take_counts(struct stream *st, stream_count_fn take, void *ctx)
+{
+	struct vec taken = VEC_INIT(void *);
+	const void *key;
+	void *val, **slot;
+	int err = 0;
+
+	for (size_t i = 0; hashmap__next(st->counts, &i, &key, &val);) {
+		err = take(ctx, key, val);
+		if (err <= 0) {
+			if (err)
+				break;
+			continue;
+		}
+		err = 0;
+		slot = vec__push(&taken);
+		if (!slot) {
+			err = -ENOMEM;
+			break;
+		}
+		*slot = (void *)key;
+	}
+	/* deleted after the walk: the table does not move under it */
+	for (size_t i = 0; i < taken.nr; i++) {
+		void *k = *(void **)vec__at(&taken, i);
+		const void *old_key;
+
+		if (hashmap__delete(st->counts, k, &old_key, &val)) {
+			free((void *)old_key);
+			free(val);
+		}
+	}
+	vec__free(&taken);
+	return err;
+}
+
 int stream__set_window_end(struct stream *st, uint64_t end_ns)
 {
 	if (!st->next_counts) {
