@@ -71,6 +71,10 @@ struct report_fold {
  */
 int report__fold(struct sampler *s, struct stream *stream, struct symbolizer *sym,
 		 const struct report_fold *f, const int *pids, size_t nr_pids);
+/* After a fold: the stack segments the stream kept that no count left
+ * names go (stream__forget_segments, with the ids the kernel's counts
+ * name). */
+int report__forget_segments(struct sampler *s, struct stream *stream);
 void report__add_stats(struct report_stats *to, const struct report_stats *from);
 /* Adds every sample the stream kept (--format samples) to out one by one,
  * with its time and CPU, in time order. After report__build. */

@@ -195,10 +195,15 @@ static void forget_process(void *ctx, int pid)
 static int fold_exited(struct run *r)
 {
 	struct symbolizer_stats ys;
+	int err;
 
 	if (!r->fold || r->fold_err)
 		return r->fold_err;
 	symbolizer__sweep_exited(r->sym, fold_dying, forget_process, r);
+	if (!r->fold_err && (err = report__forget_segments(r->s, r->stream))) {
+		p_err("cannot forget the stack segments: %s", strerror(-err));
+		r->fold_err = err;
+	}
 	/* the pages of what went back to the system, as the agent does after
 	 * each window: freed in the middle of the heap they stay otherwise */
 	malloc_trim(0);

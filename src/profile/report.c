@@ -422,6 +422,13 @@ static int fold_key(void *ctx, const struct bpfs_count_key *k, const struct bpfs
 	return err ? err : 1;
 }
 
+static bool fold_has_pid(void *ctx, uint32_t pid)
+{
+	struct fold_ctx *fc = ctx;
+
+	return hashmap__find(fc->pids, (void *)(uintptr_t)(pid + 1UL));
+}
+
 int report__fold(struct sampler *s, struct stream *stream, struct symbolizer *sym,
 		 const struct report_fold *f, const int *pids, size_t nr_pids)
 {
@@ -446,6 +453,9 @@ int report__fold(struct sampler *s, struct stream *stream, struct symbolizer *sy
 	 * keys of exited processes are final, taken out as they are named. */
 	if (!err && s)
 		err = sampler__take_counts(s, fold_key, &fc);
+	/* their samples still waiting for a completion will not get one */
+	if (!err)
+		err = stream__finish_if(stream, fold_has_pid, &fc);
 	if (!err)
 		err = stream__take_counts(stream, fold_key, &fc);
 	for (size_t ev = 0; ev < f->nr; ev++) {
@@ -455,6 +465,30 @@ int report__fold(struct sampler *s, struct stream *stream, struct symbolizer *sy
 		build_ctx__free(c[ev]);
 	}
 	hashmap__free(fc.pids);
+	return err;
+}
+
+static int mark_ids(void *ctx, const struct bpfs_count_key *k, const struct bpfs_count_val *v)
+{
+	struct hashmap *used = ctx;
+
+	if (k->kstack_id && hashmap__set(used, (void *)(uintptr_t)k->kstack_id, (void *)1, NULL))
+		return -ENOMEM;
+	if (k->ustack_id && hashmap__set(used, (void *)(uintptr_t)k->ustack_id, (void *)1, NULL))
+		return -ENOMEM;
+	return 0;
+}
+
+int report__forget_segments(struct sampler *s, struct stream *stream)
+{
+	struct hashmap *used = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	int err = used ? 0 : -ENOMEM;
+
+	if (!err && s)
+		err = sampler__for_each_count(s, mark_ids, used);
+	if (!err)
+		err = stream__forget_segments(stream, used);
+	hashmap__free(used);
 	return err;
 }
 
