@@ -574,29 +574,23 @@ int stream__set_window_end(struct stream *st, uint64_t end_ns)
  * so not sent again). */
 #define SEGMENT_WINDOWS 2
 
-int stream__next_window(struct stream *st, uint64_t next_end_ns)
+/* The segments kept for SEGMENT_WINDOWS windows that no id in used (NULL:
+ * none) names go. */
+static void forget_old_segments(struct stream *st, const struct hashmap *used)
 {
-	struct hashmap *fresh = hashmap__new(hash_key, equal_key);
 	struct vec old = VEC_INIT(uint64_t);
 	const void *key;
 	void *val;
 
-	if (!fresh)
-		return -ENOMEM;
-	free_counts(st->counts);
-	st->counts = st->next_counts;
-	st->next_counts = fresh;
-	st->window_end = next_end_ns;
-	st->sealed = false;
-	st->window++;
 	for (size_t i = 0; hashmap__next(st->segments, &i, &key, &val);) {
 		uint64_t *id;
 
-		if (((struct segment *)val)->window + SEGMENT_WINDOWS > st->window)
+		if (((struct segment *)val)->window + SEGMENT_WINDOWS > st->window ||
+		    (used && hashmap__find(used, key)))
 			continue;
 		id = vec__push(&old);
 		if (!id)
-			break; /* forgotten at the next window */
+			break; /* forgotten the next time */
 		*id = (uintptr_t)key;
 	}
 	for (size_t i = 0; i < old.nr; i++) {
@@ -606,6 +600,21 @@ int stream__next_window(struct stream *st, uint64_t next_end_ns)
 	}
 	st->stats.segments_forgotten += old.nr;
 	vec__free(&old);
+}
+
+int stream__next_window(struct stream *st, uint64_t next_end_ns)
+{
+	struct hashmap *fresh = hashmap__new(hash_key, equal_key);
+
+	if (!fresh)
+		return -ENOMEM;
+	free_counts(st->counts);
+	st->counts = st->next_counts;
+	st->next_counts = fresh;
+	st->window_end = next_end_ns;
+	st->sealed = false;
+	st->window++;
+	forget_old_segments(st, NULL);
 	return 0;
 }
 
@@ -632,7 +641,7 @@ static int mark_key(void *ctx, const struct bpfs_count_key *k, const struct bpfs
 
 int stream__forget_segments(struct stream *st, struct hashmap *used)
 {
-	struct vec todo = VEC_INIT(uint64_t), old = VEC_INIT(uint64_t);
+	struct vec todo = VEC_INIT(uint64_t);
 	void *m[2] = { used, &todo };
 	const void *key;
 	void *val;
@@ -667,27 +676,11 @@ int stream__forget_segments(struct stream *st, struct hashmap *used)
 		if (seg)
 			err = mark_used(used, &todo, seg->s.parent);
 	}
-	for (size_t i = 0; !err && hashmap__next(st->segments, &i, &key, &val);) {
-		uint64_t *id;
-
-		if (((struct segment *)val)->window + SEGMENT_WINDOWS > st->window ||
-		    hashmap__find(used, key))
-			continue;
-		id = vec__push(&old);
-		if (!id)
-			break; /* forgotten the next time */
-		*id = (uintptr_t)key;
-	}
-	for (size_t i = 0; i < old.nr; i++) {
-		hashmap__delete(st->segments, (void *)(uintptr_t)*(uint64_t *)vec__at(&old, i),
-				NULL, &val);
-		free(val);
-	}
-	st->stats.segments_forgotten += old.nr;
+	if (!err)
+		forget_old_segments(st, used);
 	st->window++;
 out:
 	vec__free(&todo);
-	vec__free(&old);
 	return err;
 }
 
