@@ -54,6 +54,9 @@ struct addrspace_stats {
 };
 
 typedef void (*addrspace_gone_fn)(void *ctx, int pid);
+/* The processes about to be forgotten, while their mappings are still
+ * known (addrspace__sweep_exited). */
+typedef void (*addrspace_dying_fn)(void *ctx, const int *pids, size_t nr);
 /* A process's executable mappings were read from /proc (pm: all of them,
  * now). */
 /* files[i]: the file of pm->maps[i] as the file cache knows it (its
@@ -114,6 +117,12 @@ int addrspace__find(struct addrspace *as, int pid, uint32_t gen, uint64_t addr,
  */
 size_t addrspace__sweep(struct addrspace *as, unsigned int grace, addrspace_gone_fn gone,
 			void *ctx);
+/* The same, calling dying (may be NULL) once with all the processes about
+ * to go, before any is forgotten. A process that a known child forked
+ * without exec stays while the child is known: the child's first samples
+ * are named by its mappings. */
+size_t addrspace__sweep_exited(struct addrspace *as, unsigned int grace,
+			       addrspace_dying_fn dying, addrspace_gone_fn gone, void *ctx);
 void addrspace__stats(const struct addrspace *as, struct addrspace_stats *out);
 
 #endif

@@ -53,6 +53,29 @@ struct report_stats {
 int report__build(struct sampler *s, struct stream *stream, struct symbolizer *sym,
 		  const struct report_opts *o, const uint64_t *stat,
 		  struct profile *out, struct report_stats *rs);
+/* Samples of processes gone, folded into the profiles while the run goes
+ * on (the one-shot run: its memory follows the processes alive, not all
+ * that ever ran): one profile, options and stats per event. */
+struct report_fold {
+	const struct report_opts *o;
+	struct profile **p;
+	struct report_stats *rs; /* summed over the folds */
+	size_t nr;
+};
+
+/*
+ * Takes the counts of processes pids (exited: their keys are final) out of
+ * the sampler's map (s may be NULL) and the stream, and adds them to
+ * f->p[event], named with the mappings the processes had, as report__build
+ * would at the end. report__build then adds the rest to the same profiles.
+ */
+int report__fold(struct sampler *s, struct stream *stream, struct symbolizer *sym,
+		 const struct report_fold *f, const int *pids, size_t nr_pids);
+/* After a fold: the stack segments the stream kept that no count left
+ * names go (stream__forget_segments, with the ids the kernel's counts
+ * name). */
+int report__forget_segments(struct sampler *s, struct stream *stream);
+void report__add_stats(struct report_stats *to, const struct report_stats *from);
 /* Adds every sample the stream kept (--format samples) to out one by one,
  * with its time and CPU, in time order. After report__build. */
 int report__add_timed(struct sampler *s, struct stream *stream, struct symbolizer *sym,

@@ -127,6 +127,11 @@ int sampler__disable(struct sampler *s);
 int sampler__stop(struct sampler *s);
 int sampler__stats(struct sampler *s, struct sampler_stats *out);
 int sampler__for_each_count(struct sampler *s, sampler_count_fn cb, void *ctx);
+/* The same walk, but the keys for which take returns 1 (it added them
+ * somewhere else) are deleted from the map once read; 0 leaves a key, < 0
+ * stops. Only for keys that no longer change (their process exited): an
+ * update between the read and the delete would be lost. */
+int sampler__take_counts(struct sampler *s, sampler_count_fn take, void *ctx);
 /* The last sequence number each CPU spent (after sampler__stop): records
  * lost after the last one received leave no gap to see. seqs has
  * sampler__nr_rings() entries. */

@@ -72,7 +72,13 @@ int stream__close_cpu(struct stream *st, uint32_t cpu, uint64_t last_seq);
 /* Counts the samples still waiting for a completion with the partial stack
  * they have, marked unreadable. Call after the final drain. */
 int stream__finish(struct stream *st);
+/* The same for the samples of the processes gone says (while sampling:
+ * an exited thread never returns to user space to complete them). */
+int stream__finish_if(struct stream *st, bool (*gone)(void *ctx, uint32_t pid), void *ctx);
 int stream__for_each_count(struct stream *st, stream_count_fn cb, void *ctx);
+/* The same, but the counts for which take returns 1 go (take added them
+ * somewhere else); 0 leaves one, < 0 stops (sampler__take_counts). */
+int stream__take_counts(struct stream *st, stream_count_fn take, void *ctx);
 /*
  * Windows (the agent). Samples taken at or after end_ns (CLOCK_MONOTONIC)
  * are counted apart, in the next window's counts, so a window holds
@@ -99,6 +105,17 @@ int stream__keep_segment(void *st, uint64_t id, const struct bpfs_stack *seg);
 /* The BPF stacks map was emptied (sampler__clear_stacks): a segment sent
  * from now on under an id already known replaces it. */
 void stream__stacks_cleared(struct stream *st);
+/*
+ * Without windows (the one-shot run, as it folds exited processes in):
+ * the segments neither a stack id in used (a hashmap of ids, those the
+ * kernel's counts name; filled further here) nor the stream's counts nor a
+ * sample awaiting its completion names, directly or as an outer segment,
+ * go once they have been here for two calls: a sample of them still on
+ * its way finds them. Memory then follows the stacks of the processes
+ * alive. Returns 0 or -ENOMEM.
+ */
+struct hashmap;
+int stream__forget_segments(struct stream *st, struct hashmap *used);
 /* A process exited: what the stream keeps of it goes. */
 void stream__forget_process(struct stream *st, uint32_t pid);
 size_t stream__nr_segments(const struct stream *st);

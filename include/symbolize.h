@@ -152,6 +152,11 @@ void symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_addr,
  * now, not what ever ran.
  */
 void symbolizer__sweep(struct symbolizer *sym, addrspace_gone_fn gone, void *ctx);
+/* The same, with dying called first with every process about to go, while
+ * its frames can still be named (the one-shot run folds their samples into
+ * the profile then: addrspace__sweep_exited). */
+void symbolizer__sweep_exited(struct symbolizer *sym, addrspace_dying_fn dying,
+			      addrspace_gone_fn gone, void *ctx);
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out);
 
 #endif

@@ -751,6 +751,45 @@ int sampler__for_each_count(struct sampler *s, sampler_count_fn cb, void *ctx)
 	return err;
 }
 
+struct take_ctx {
+	sampler_count_fn take;
+	void *ctx;
+	struct vec keys; /* struct bpfs_count_key: taken, to delete */
+};
+
+static int take_count(void *ctx, const struct bpfs_count_key *k, const struct bpfs_count_val *v)
+{
+	struct take_ctx *t = ctx;
+	struct bpfs_count_key *slot;
+	int r = t->take(t->ctx, k, v);
+
+	if (r <= 0)
+		return r;
+	slot = vec__push(&t->keys);
+	if (!slot)
+		return -ENOMEM;
+	*slot = *k;
+	return 0;
+}
+
+int sampler__take_counts(struct sampler *s, sampler_count_fn take, void *ctx)
+{
+	int fd = bpf_map__fd(s->skel->maps.counts);
+	struct take_ctx t = { .take = take, .ctx = ctx, .keys = VEC_INIT(struct bpfs_count_key) };
+	int err = sampler__for_each_count(s, take_count, &t);
+	__u32 n = t.keys.nr;
+
+	/* deleted even after an error: every key in the list was taken */
+	if (n && bpf_map_delete_batch(fd, t.keys.data, &n, NULL)) {
+		/* no batch operations here (or stopped at one): one key at
+		 * a time, those already deleted failing harmlessly */
+		for (size_t i = 0; i < t.keys.nr; i++)
+			bpf_map_delete_elem(fd, vec__at(&t.keys, i));
+	}
+	vec__free(&t.keys);
+	return err;
+}
+
 bool sampler__sideband_stats(const struct sampler *s, struct sideband_stats *out,
 			     uint64_t *mapgens_failed)
 {

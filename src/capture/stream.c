@@ -343,24 +343,49 @@ static int handle_complete(struct stream *st, const struct bpfs_rec_complete *c)
 	return err;
 }
 
-int stream__finish(struct stream *st)
+int stream__finish_if(struct stream *st, bool (*gone)(void *ctx, uint32_t pid), void *ctx)
 {
+	struct vec empty = VEC_INIT(uint64_t);
+	const void *key;
 	void *val;
 	int err = 0;
 
-	for (size_t i = 0; hashmap__next(st->pending, &i, NULL, &val);) {
+	for (size_t i = 0; hashmap__next(st->pending, &i, &key, &val);) {
 		struct pending_list *pl = val;
+		size_t kept = 0;
+		uint64_t *slot;
 
-		for (size_t k = 0; k < pl->nr && !err; k++) {
+		for (size_t k = 0; k < pl->nr; k++) {
 			struct bpfs_rec_sample r = pl->v[k];
 
+			if (gone && !gone(ctx, r.pid)) {
+				pl->v[kept++] = r;
+				continue;
+			}
 			r.flags = (r.flags & ~BPFS_F_USTACK_PENDING) | BPFS_F_USTACK_ERR;
 			st->stats.never_completed++;
-			err = take_sample(st, &r);
+			if (!err)
+				err = take_sample(st, &r);
 		}
-		pl->nr = 0;
+		pl->nr = kept;
+		if (!kept && gone && (slot = vec__push(&empty)))
+			*slot = (uintptr_t)key;
 	}
+	/* the lists of threads gone, as handle_complete drops them */
+	for (size_t i = 0; i < empty.nr; i++) {
+		if (hashmap__delete(st->pending, (void *)(uintptr_t)*(uint64_t *)vec__at(&empty, i),
+				    NULL, &val)) {
+			free(((struct pending_list *)val)->v);
+			free(val);
+		}
+	}
+	vec__free(&empty);
 	return err;
+}
+
+int stream__finish(struct stream *st)
+{
+	return stream__finish_if(st, NULL, NULL);
 }
 
 static struct segment *segment__new(const struct bpfs_stack *s, uint64_t window, uint64_t gen)
@@ -517,6 +542,42 @@ int stream__for_each_count(struct stream *st, stream_count_fn cb, void *ctx)
 	return 0;
 }
 
+int stream__take_counts(struct stream *st, stream_count_fn take, void *ctx)
+{
+	struct vec taken = VEC_INIT(void *);
+	const void *key;
+	void *val, **slot;
+	int err = 0;
+
+	for (size_t i = 0; hashmap__next(st->counts, &i, &key, &val);) {
+		err = take(ctx, key, val);
+		if (err <= 0) {
+			if (err)
+				break;
+			continue;
+		}
+		err = 0;
+		slot = vec__push(&taken);
+		if (!slot) {
+			err = -ENOMEM;
+			break;
+		}
+		*slot = (void *)key;
+	}
+	/* deleted after the walk: the table does not move under it */
+	for (size_t i = 0; i < taken.nr; i++) {
+		void *k = *(void **)vec__at(&taken, i);
+		const void *old_key;
+
+		if (hashmap__delete(st->counts, k, &old_key, &val)) {
+			free((void *)old_key);
+			free(val);
+		}
+	}
+	vec__free(&taken);
+	return err;
+}
+
 int stream__set_window_end(struct stream *st, uint64_t end_ns)
 {
 	if (!st->next_counts) {
@@ -533,29 +594,23 @@ int stream__set_window_end(struct stream *st, uint64_t end_ns)
  * so not sent again). */
 #define SEGMENT_WINDOWS 2
 
-int stream__next_window(struct stream *st, uint64_t next_end_ns)
+/* The segments kept for SEGMENT_WINDOWS windows that no id in used (NULL:
+ * none) names go. */
+static void forget_old_segments(struct stream *st, const struct hashmap *used)
 {
-	struct hashmap *fresh = hashmap__new(hash_key, equal_key);
 	struct vec old = VEC_INIT(uint64_t);
 	const void *key;
 	void *val;
 
-	if (!fresh)
-		return -ENOMEM;
-	free_counts(st->counts);
-	st->counts = st->next_counts;
-	st->next_counts = fresh;
-	st->window_end = next_end_ns;
-	st->sealed = false;
-	st->window++;
 	for (size_t i = 0; hashmap__next(st->segments, &i, &key, &val);) {
 		uint64_t *id;
 
-		if (((struct segment *)val)->window + SEGMENT_WINDOWS > st->window)
+		if (((struct segment *)val)->window + SEGMENT_WINDOWS > st->window ||
+		    (used && hashmap__find(used, key)))
 			continue;
 		id = vec__push(&old);
 		if (!id)
-			break; /* forgotten at the next window */
+			break; /* forgotten the next time */
 		*id = (uintptr_t)key;
 	}
 	for (size_t i = 0; i < old.nr; i++) {
@@ -565,7 +620,88 @@ int stream__next_window(struct stream *st, uint64_t next_end_ns)
 	}
 	st->stats.segments_forgotten += old.nr;
 	vec__free(&old);
+}
+
+int stream__next_window(struct stream *st, uint64_t next_end_ns)
+{
+	struct hashmap *fresh = hashmap__new(hash_key, equal_key);
+
+	if (!fresh)
+		return -ENOMEM;
+	free_counts(st->counts);
+	st->counts = st->next_counts;
+	st->next_counts = fresh;
+	st->window_end = next_end_ns;
+	st->sealed = false;
+	st->window++;
+	forget_old_segments(st, NULL);
 	return 0;
+}
+
+static int mark_used(struct hashmap *used, struct vec *todo, uint64_t id)
+{
+	uint64_t *slot;
+
+	if (!id || hashmap__find(used, (void *)(uintptr_t)id))
+		return 0;
+	slot = vec__push(todo);
+	if (!slot || hashmap__set(used, (void *)(uintptr_t)id, (void *)1, NULL))
+		return -ENOMEM;
+	*slot = id;
+	return 0;
+}
+
+static int mark_key(void *ctx, const struct bpfs_count_key *k, const struct bpfs_count_val *v)
+{
+	void **m = ctx;
+	int err = mark_used(m[0], m[1], k->kstack_id);
+
+	return err ? err : mark_used(m[0], m[1], k->ustack_id);
+}
+
+int stream__forget_segments(struct stream *st, struct hashmap *used)
+{
+	struct vec todo = VEC_INIT(uint64_t);
+	void *m[2] = { used, &todo };
+	const void *key;
+	void *val;
+	int err;
+
+	/* what the caller found used, then the stream's own counts and the
+	 * samples waiting for a completion */
+	for (size_t i = 0; hashmap__next(used, &i, &key, NULL);) {
+		uint64_t *slot = vec__push(&todo);
+
+		if (!slot) {
+			err = -ENOMEM;
+			goto out;
+		}
+		*slot = (uintptr_t)key;
+	}
+	err = stream__for_each_count(st, mark_key, m);
+	for (size_t i = 0; !err && hashmap__next(st->pending, &i, NULL, &val);) {
+		struct pending_list *pl = val;
+
+		for (size_t k = 0; !err && k < pl->nr; k++) {
+			err = mark_used(used, &todo, pl->v[k].kstack_id);
+			if (!err)
+				err = mark_used(used, &todo, pl->v[k].ustack_id);
+		}
+	}
+	/* ... and the segments outward of those */
+	while (!err && todo.nr) {
+		uint64_t id = *(uint64_t *)vec__at(&todo, --todo.nr);
+		struct segment *seg = hashmap__find(st->segments, (void *)(uintptr_t)id);
+
+		if (seg)
+			err = mark_used(used, &todo, seg->s.parent);
+	}
+	if (!err)
+		forget_old_segments(st, used);
+	st->window++;
+out:
+	vec__free(&todo);
+	return err;
 }
 
 void stream__seal(struct stream *st)

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -147,7 +148,94 @@ struct run {
 	uint64_t start_unix_ns;
 	uint64_t duration_ns;
 	double build_s, build_cpu_s; /* building the profiles: symbolizing */
+	/* Samples of processes gone, folded in as they go (fold_exited): one
+	 * profile per event, written with the rest at the end. */
+	bool fold;
+	struct profile *folded[BPFS_MAX_EVENTS];
+	struct report_opts fold_ro[BPFS_MAX_EVENTS];
+	struct report_stats fold_rs[BPFS_MAX_EVENTS];
+	int fold_err;
 };
+
+static void event_report_opts(const struct run *r, size_t ev, struct report_opts *ro);
+
+/* Seconds between two folds: an exited process goes at the second fold
+ * that finds it gone (symbolizer__sweep_exited), 2-4 s after its exit,
+ * when no record of it is still on the way. */
+#define FOLD_INTERVAL_S 2.0
+
+static void fold_dying(void *ctx, const int *pids, size_t nr)
+{
+	struct run *r = ctx;
+	int err;
+
+	if (r->fold_err)
+		return;
+	err = report__fold(r->s, r->stream, r->sym,
+			   &(struct report_fold){ .o = r->fold_ro, .p = r->folded,
+						  .rs = r->fold_rs, .nr = r->o->events.nr },
+			   pids, nr);
+	if (err) {
+		p_err("cannot fold the samples of exited processes: %s", strerror(-err));
+		r->fold_err = err;
+	}
+}
+
+static void forget_process(void *ctx, int pid)
+{
+	struct run *r = ctx;
+
+	stream__forget_process(r->stream, pid);
+}
+
+/* Processes gone for a while: their samples go into the profiles now,
+ * named as at the end, and their mappings, perf maps and files are
+ * released, so that memory follows the processes alive and the distinct
+ * stacks, not every process that ever ran (issue #14). */
+static int fold_exited(struct run *r)
+{
+	struct symbolizer_stats ys;
+	int err;
+
+	if (!r->fold || r->fold_err)
+		return r->fold_err;
+	symbolizer__sweep_exited(r->sym, fold_dying, forget_process, r);
+	if (!r->fold_err && (err = report__forget_segments(r->s, r->stream))) {
+		p_err("cannot forget the stack segments: %s", strerror(-err));
+		r->fold_err = err;
+	}
+	/* the pages of what went back to the system, as the agent does after
+	 * each window: freed in the middle of the heap they stay otherwise */
+	malloc_trim(0);
+	symbolizer__stats(r->sym, &ys);
+	p_dbg("fold: %llu processes known, %llu released; %llu files held, %llu released; "
+	      "%zu stack segments; heap %.1f MB, symbols %.1f MB", (unsigned long long)ys.procs_live,
+	      (unsigned long long)ys.procs_released, (unsigned long long)ys.files_held,
+	      (unsigned long long)ys.files_released, stream__nr_segments(r->stream),
+	      mallinfo2().uordblks / 1e6, ys.symtab_bytes / 1e6);
+	return r->fold_err;
+}
+
+/* Folding needs each key's values as they will be written: not with
+ * --timed (every sample is kept, named at the end in time order), nor
+ * with an event the kernel may multiplex (its periods are scaled by the
+ * run's whole enabled/running ratio, known only at the end). */
+static int fold_setup(struct run *r)
+{
+	const struct opts *o = r->o;
+	int err = 0;
+
+	r->fold = !o->timed;
+	for (size_t ev = 0; ev < o->events.nr; ev++)
+		if (o->events.v[ev].attr.type != PERF_TYPE_SOFTWARE)
+			r->fold = false;
+	for (size_t ev = 0; r->fold && !err && ev < o->events.nr; ev++) {
+		event_report_opts(r, ev, &r->fold_ro[ev]);
+		err = profile__new(&(struct profile_opts){ .demangle = !o->no_demangle },
+				   &r->folded[ev]);
+	}
+	return err;
+}
 
 /* Empties the BPF stacks map once half of it has been filled since it was
  * last emptied, keeping its segments in the stream: a busy machine (a
@@ -178,7 +266,7 @@ static int sample_loop(struct run *r)
 	struct symbolizer *sym = r->sym;
 	struct unwinder *uw = r->uw;
 	double deadline = r->deadline;
-	double next_refresh = now_s() + 0.25;
+	double next_refresh = now_s() + 0.25, next_fold = now_s() + FOLD_INTERVAL_S;
 	int err = 0;
 
 	/* sampler__poll returns after a bounded pass (docs/design.md,
@@ -211,6 +299,12 @@ static int sample_loop(struct run *r)
 			if (uw)
 				unwinder__sweep(uw);
 			next_refresh = now_s() + 0.25;
+		}
+		if (now_s() >= next_fold) {
+			err = fold_exited(r);
+			if (err)
+				break;
+			next_fold = now_s() + FOLD_INTERVAL_S;
 		}
 		if (cmd && command__poll(cmd))
 			break;
@@ -472,14 +566,18 @@ static int report_events(struct run *r)
 	for (size_t ev = 0; ev < o->events.nr && !err; ev++) {
 		struct report_opts ro;
 		struct report_stats rs;
-		struct profile *p = NULL;
+		struct profile *p = r->folded[ev]; /* what was folded in, if any */
 
 		double t0 = now_s(), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
 
+		r->folded[ev] = NULL;
 		event_report_opts(r, ev, &ro);
-		err = profile__new(&(struct profile_opts){ .demangle = !o->no_demangle }, &p);
+		if (!p)
+			err = profile__new(&(struct profile_opts){ .demangle = !o->no_demangle },
+					   &p);
 		if (!err)
 			err = report__build(r->s, r->stream, r->sym, &ro, r->st.ev[ev].stat, p, &rs);
+		report__add_stats(&rs, &r->fold_rs[ev]);
 		if (!err && o->timed)
 			err = report__add_timed(r->s, r->stream, r->sym, &ro, p);
 		r->build_s += now_s() - t0;
@@ -676,6 +774,8 @@ static int run_setup(struct run *r)
 		err = sampler__add_filter(r->s, command__pid(r->cmd), true);
 	if (!err && o->unwind != BPFS_UNWIND_FP)
 		err = unwinder__start(r->s, r->sym, o->unwind_rows, o->unwind_keep, &r->uw);
+	if (!err)
+		err = fold_setup(r);
 	return err;
 }
 
@@ -783,6 +883,8 @@ out:
 	}
 	if (r.sym)
 		symbolizer__set_maps_hook(r.sym, NULL, NULL);
+	for (size_t ev = 0; ev < BPFS_MAX_EVENTS; ev++)
+		profile__free(r.folded[ev]);
 	unwinder__free(r.uw);
 	sampler__free(r.s);
 	exit_phase("BPF objects released");

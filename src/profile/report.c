@@ -381,7 +381,8 @@ int report__build(struct sampler *s, struct stream *stream, struct symbolizer *s
 	int err;
 
 	memset(rs, 0, sizeof(*rs));
-	err = set_types(out, o);
+	/* types once: out may hold samples folded in already (report__fold) */
+	err = profile__meta(out)->nr_types ? 0 : set_types(out, o);
 	if (err)
 		return err;
 	c = build_ctx__new(s, stream, sym, o, out, rs);
@@ -401,6 +402,104 @@ int report__build(struct sampler *s, struct stream *stream, struct symbolizer *s
 		err = profile__err(out);
 	build_ctx__free(c);
 	return err;
+}
+
+struct fold_ctx {
+	const struct report_fold *f;
+	struct build_ctx **c;	/* one per event */
+	struct hashmap *pids;	/* the processes folded */
+};
+
+static int fold_key(void *ctx, const struct bpfs_count_key *k, const struct bpfs_count_val *v)
+{
+	struct fold_ctx *fc = ctx;
+	size_t ev = fc->f->nr > 1 ? k->event : 0;
+	int err;
+
+	if (ev >= fc->f->nr || !hashmap__find(fc->pids, (void *)(uintptr_t)(k->pid + 1UL)))
+		return 0;
+	err = add_key(fc->c[ev], k, v);
+	return err ? err : 1;
+}
+
+static bool fold_has_pid(void *ctx, uint32_t pid)
+{
+	struct fold_ctx *fc = ctx;
+
+	return hashmap__find(fc->pids, (void *)(uintptr_t)(pid + 1UL));
+}
+
+int report__fold(struct sampler *s, struct stream *stream, struct symbolizer *sym,
+		 const struct report_fold *f, const int *pids, size_t nr_pids)
+{
+	struct build_ctx *c[BPFS_MAX_EVENTS] = {};
+	struct report_stats rs[BPFS_MAX_EVENTS] = {};
+	struct fold_ctx fc = { .f = f, .c = c };
+	int err = f->nr > BPFS_MAX_EVENTS ? -EINVAL : 0;
+
+	fc.pids = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	if (!fc.pids)
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < nr_pids; i++)
+		err = hashmap__set(fc.pids, (void *)(uintptr_t)(pids[i] + 1UL), (void *)1, NULL);
+	for (size_t ev = 0; !err && ev < f->nr; ev++) {
+		struct profile *p = f->p[ev];
+
+		err = profile__meta(p)->nr_types ? 0 : set_types(p, &f->o[ev]);
+		if (!err && !(c[ev] = build_ctx__new(s, stream, sym, &f->o[ev], p, &rs[ev])))
+			err = -ENOMEM;
+	}
+	/* Counted in the kernel (aggregate mode), and sent as records: the
+	 * keys of exited processes are final, taken out as they are named. */
+	if (!err && s)
+		err = sampler__take_counts(s, fold_key, &fc);
+	/* their samples still waiting for a completion will not get one */
+	if (!err)
+		err = stream__finish_if(stream, fold_has_pid, &fc);
+	if (!err)
+		err = stream__take_counts(stream, fold_key, &fc);
+	for (size_t ev = 0; ev < f->nr; ev++) {
+		if (!err)
+			err = profile__err(f->p[ev]);
+		report__add_stats(&f->rs[ev], &rs[ev]);
+		build_ctx__free(c[ev]);
+	}
+	hashmap__free(fc.pids);
+	return err;
+}
+
+static int mark_ids(void *ctx, const struct bpfs_count_key *k, const struct bpfs_count_val *v)
+{
+	struct hashmap *used = ctx;
+
+	if (k->kstack_id && hashmap__set(used, (void *)(uintptr_t)k->kstack_id, (void *)1, NULL))
+		return -ENOMEM;
+	if (k->ustack_id && hashmap__set(used, (void *)(uintptr_t)k->ustack_id, (void *)1, NULL))
+		return -ENOMEM;
+	return 0;
+}
+
+int report__forget_segments(struct sampler *s, struct stream *stream)
+{
+	struct hashmap *used = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	int err = used ? 0 : -ENOMEM;
+
+	if (!err && s)
+		err = sampler__for_each_count(s, mark_ids, used);
+	if (!err)
+		err = stream__forget_segments(stream, used);
+	hashmap__free(used);
+	return err;
+}
+
+void report__add_stats(struct report_stats *to, const struct report_stats *from)
+{
+	to->samples += from->samples;
+	to->lost += from->lost;
+	to->keys += from->keys;
+	to->processes += from->processes;
+	to->stacks += from->stacks;
+	to->stacks_missing += from->stacks_missing;
 }
 
 int report__add_timed(struct sampler *s, struct stream *stream, struct symbolizer *sym,

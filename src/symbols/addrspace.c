@@ -823,10 +823,28 @@ static bool exited(int pid)
 size_t addrspace__sweep(struct addrspace *as, unsigned int grace, addrspace_gone_fn gone,
 			void *ctx)
 {
+	return addrspace__sweep_exited(as, grace, NULL, gone, ctx);
+}
+
+size_t addrspace__sweep_exited(struct addrspace *as, unsigned int grace,
+			       addrspace_dying_fn dying, addrspace_gone_fn gone, void *ctx)
+{
+	struct hashmap *parents = hashmap__new(hashmap__hash_int, hashmap__equal_int);
 	struct vec dead = VEC_INIT(int);
 	const void *key;
 	void *val;
 
+	/* parents of children known: a child's samples before its exec are
+	 * named by its parent's mappings (addrspace__find) */
+	for (size_t i = 0; parents && hashmap__next(as->procs, &i, &key, &val);) {
+		struct proc *p = val;
+
+		if (p->ppid && p->ppid != p->pid &&
+		    hashmap__set(parents, (void *)(uintptr_t)p->ppid, (void *)1, NULL)) {
+			hashmap__free(parents);
+			parents = NULL;
+		}
+	}
 	for (size_t i = 0; hashmap__next(as->procs, &i, &key, &val);) {
 		struct proc *p = val;
 		int *pid;
@@ -837,10 +855,15 @@ size_t addrspace__sweep(struct addrspace *as, unsigned int grace, addrspace_gone
 		}
 		if (++p->gone < grace)
 			continue;
+		if (parents && hashmap__find(parents, (void *)(uintptr_t)p->pid))
+			continue;
 		pid = vec__push(&dead);
 		if (pid)
 			*pid = p->pid;
 	}
+	/* their last samples are named while the mappings are still here */
+	if (dying && dead.nr)
+		dying(ctx, dead.data, dead.nr);
 	for (size_t i = 0; i < dead.nr; i++) {
 		int pid = *(int *)vec__at(&dead, i);
 
@@ -852,6 +875,7 @@ size_t addrspace__sweep(struct addrspace *as, unsigned int grace, addrspace_gone
 			gone(ctx, pid);
 	}
 	as->stats.live = hashmap__size(as->procs);
+	hashmap__free(parents);
 	vec__free(&dead);
 	return dead.nr;
 }

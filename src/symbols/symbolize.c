@@ -313,7 +313,13 @@ void symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_addr,
 
 void symbolizer__sweep(struct symbolizer *sym, addrspace_gone_fn gone, void *ctx)
 {
-	addrspace__sweep(sym->as, PROC_GRACE_SWEEPS, gone, ctx);
+	symbolizer__sweep_exited(sym, NULL, gone, ctx);
+}
+
+void symbolizer__sweep_exited(struct symbolizer *sym, addrspace_dying_fn dying,
+			      addrspace_gone_fn gone, void *ctx)
+{
+	addrspace__sweep_exited(sym->as, PROC_GRACE_SWEEPS, dying, gone, ctx);
 	filecache__sweep(sym->fc, FILE_IDLE_SWEEPS);
 }
 

@@ -67,6 +67,38 @@ n=$(samples_matching "$TMP/del.folded" ';main;run_shares;share_fn_[0-9]+(;|$)')
 all=$(total "$TMP/del.folded")
 within "binary deleted after start: still named" "$(awk -v a="$n" -v t="$all" 'BEGIN { printf "%.4f", t ? a / t : 0 }')" 1 0.05
 
+# A process that exited early in a long run: its samples are folded into
+# the profile and its mappings forgotten 2-4 s after its exit (issue #14),
+# yet it is named in its own code in the profile written at the end, in
+# folded and pprof alike, as when everything was named at the end.
+cp "$W/shares" "$TMP/shares_early"
+"$BPFS" -F 999 -d 9 -vv --format folded,pprof -o "$TMP/early.%f" 2>"$TMP/early.err" &
+b=$!
+sleep 0.5
+"$TMP/shares_early" 1.5
+wait "$b" || fail "early exit run" "$(tail -3 "$TMP/early.err")"
+f=$TMP/early.folded
+released=$(grep -oE 'fold: [0-9]+ processes known, [0-9]+ released' "$TMP/early.err" | tail -1 |
+	grep -oE '[0-9]+ released' | grep -oE '^[0-9]+')
+if [ "${released:-0}" -gt 0 ]; then
+	pass "early exit: exited processes forgotten while sampling ($released)"
+else
+	fail "early exit: exited processes forgotten while sampling" "$(grep 'fold:' "$TMP/early.err" | tail -2)"
+fi
+all=$(comm_lines "$f" shares_early >"$TMP/early.only"; total "$TMP/early.only")
+n=$(samples_matching "$TMP/early.only" ';main;run_shares;share_fn_[0-9]+(;|$)')
+if [ "$all" -gt 1000 ]; then
+	within "early exit: named in its own code (folded)" "$(awk -v a="$n" -v t="$all" 'BEGIN { printf "%.4f", a / t }')" 1 0.05
+else
+	fail "early exit: sampled" "$all samples of shares_early"
+fi
+read -r named sampled < <(python3 "$ROOT/tests/tools/pprof_named.py" '/shares_early$' "$TMP/early.pb.gz" 2>/dev/null)
+if [ "${sampled:-0}" -gt 1000 ] && [ $((named * 100)) -ge $((sampled * 95)) ]; then
+	pass "early exit: named in its own code (pprof: $named of $sampled)"
+else
+	fail "early exit: named in its own code (pprof)" "${named:-?} of ${sampled:-?} samples named"
+fi
+
 # A binary visible only inside a private mount namespace, profiled as a
 # command that has exited when the profile is written.
 mkdir -p "$TMP/ns"

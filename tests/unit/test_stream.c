@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashmap.h"
 #include "stream.h"
 #include "unit.h"
 
@@ -367,6 +368,55 @@ static void test_aggregation_and_order(void)
 	stream__free(st);
 }
 
+static int take_pid_100(void *ctx, const struct bpfs_count_key *k,
+			const struct bpfs_count_val *v)
+{
+	uint64_t *taken = ctx;
+
+	if (k->pid != 100)
+		return 0;
+	*taken += v->samples;
+	return 1;
+}
+
+/* The one-shot run folding exited processes in: their counts are taken out,
+ * then the segments nothing names any more go, once kept for two calls. */
+static void test_take_counts_and_forget_segments(void)
+{
+	struct stream *st = new_stream(false);
+	struct hashmap *used = hashmap__new(hashmap__hash_int, hashmap__equal_int);
+	const size_t rs = sizeof(struct bpfs_rec_stack);
+	struct bpfs_rec_sample r;
+	uint64_t acc[3] = {}, taken = 0;
+
+	stream__handle(st, stack_rec(0, 1, 4, 0, 2, 0x400), rs);	/* root of 5 and 7 */
+	stream__handle(st, stack_rec(0, 2, 5, 4, 2, 0x500), rs);	/* pid 100's */
+	stream__handle(st, stack_rec(0, 3, 7, 4, 2, 0x700), rs);	/* pid 200's */
+	stream__handle(st, stack_rec(0, 4, 8, 0, 2, 0x800), rs);	/* no one's */
+	stream__handle(st, stack_rec(0, 5, 9, 0, 2, 0x900), rs);	/* the kernel's counts' */
+	r = sample(0, 6, 10, 5, 1);
+	stream__handle(st, &r, sizeof(r));
+	r = sample(0, 7, 11, 5, 1);
+	stream__handle(st, &r, sizeof(r));
+	r = sample(0, 8, 12, 7, 2);
+	r.pid = 200;
+	stream__handle(st, &r, sizeof(r));
+	CHECK(stream__take_counts(st, take_pid_100, &taken) == 0 && taken == 2, "taken %llu",
+	      (unsigned long long)taken);
+	stream__for_each_count(st, sum_counts, acc);
+	CHECK(acc[0] == 1 && acc[2] == 1, "pid 200's count stays: samples %llu keys %llu",
+	      (unsigned long long)acc[0], (unsigned long long)acc[2]);
+	CHECK(used && hashmap__set(used, (void *)9, (void *)1, NULL) == 0, "used");
+	CHECK(stream__forget_segments(st, used) == 0 && stream__nr_segments(st) == 5,
+	      "kept for two calls: %zu", stream__nr_segments(st));
+	CHECK(stream__forget_segments(st, used) == 0 && stream__nr_segments(st) == 5,
+	      "kept for two calls: %zu", stream__nr_segments(st));
+	CHECK(stream__forget_segments(st, used) == 0 && stream__nr_segments(st) == 3,
+	      "5 and 8 forgotten, 7 with its parent 4 and 9 kept: %zu", stream__nr_segments(st));
+	hashmap__free(used);
+	stream__free(st);
+}
+
 int main(void)
 {
 	RUN(test_interleaved_cpus_and_gaps);
@@ -379,5 +429,6 @@ int main(void)
 	RUN(test_sized_stack_records);
 	RUN(test_segments_and_cycles);
 	RUN(test_aggregation_and_order);
+	RUN(test_take_counts_and_forget_segments);
 	UNIT_EXIT();
 }
