@@ -883,4 +883,5 @@ size_t addrspace__sweep_exited(struct addrspace *as, unsigned int grace,
 void addrspace__stats(const struct addrspace *as, struct addrspace_stats *out)
 {
 	*out = as->stats;
+	out->live = hashmap__size(as->procs);
 }

@@ -72,7 +72,9 @@ within "binary deleted after start: still named" "$(awk -v a="$n" -v t="$all" 'B
 # yet it is named in its own code in the profile written at the end, in
 # folded and pprof alike, as when everything was named at the end.
 cp "$W/shares" "$TMP/shares_early"
-"$BPFS" -F 999 -d 9 -vv --format folded,pprof -o "$TMP/early.%f" 2>"$TMP/early.err" &
+# (folding starts from 256 processes known: from the first here)
+BPFS_DEBUG_FOLD_MIN=0 "$BPFS" -F 999 -d 9 -vv --format folded,pprof -o "$TMP/early.%f" \
+	2>"$TMP/early.err" &
 b=$!
 sleep 0.5
 "$TMP/shares_early" 1.5
