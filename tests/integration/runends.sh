@@ -357,8 +357,13 @@ fi
 (umask 000 && "$BPFS" -F 99 -d 0.3 -o "$TMP/mode.folded" 2>/dev/null)
 m=$(stat -c %a "$TMP/mode.folded" 2>/dev/null)
 [ "$m" = 600 ] && pass "a profile is created 0600 (umask 000)" || fail "a profile is created 0600" "mode $m"
+# (a CPU kept busy: an idle machine may give a window no sample, and a
+# window without samples writes no profile)
+"$W/shares" 3.5 >/dev/null &
+busy=$!
 (umask 000 && "$BPFS" agent -F 99 -d 3 --interval 1 --output-dir "$TMP/mspool" \
 	--metrics-file "$TMP/m.prom" --log-file "$TMP/agent.log" 2>/dev/null)
+wait $busy
 spool_modes=$(find "$TMP/mspool" -type f -name '*.pb.gz' -printf '%m\n' | sort -u | tr '\n' ' ')
 mm=$(stat -c %a "$TMP/m.prom" 2>/dev/null)
 lm=$(stat -c %a "$TMP/agent.log" 2>/dev/null)
@@ -395,9 +400,13 @@ else
 	fail "the documented capability set profiles another user's process" "exit $rc, $named in run_shares: $(cat "$TMP/caps.err")"
 fi
 caps=+bpf,+perfmon
+# (a CPU kept busy meanwhile: an idle machine may give no sample)
+"$W/shares" 1.5 >/dev/null &
+busy=$!
 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all,$caps --ambient-caps=-all,$caps \
 	--bounding-set=-all,$caps "$TMP/nobody/bpfs" -F 999 -d 0.5 -o "$TMP/nobody/q.folded" 2>"$TMP/caps2.err"
 rc=$?
+wait $busy
 [ $rc -eq 0 ] && [ -s "$TMP/nobody/q.folded" ] &&
 	pass "CAP_BPF and CAP_PERFMON alone sample the machine (exit 0)" ||
 	fail "CAP_BPF and CAP_PERFMON alone sample the machine" "exit $rc: $(cat "$TMP/caps2.err")"
