@@ -446,6 +446,24 @@ static struct reg_rule *tracked(struct cfa_state *st, uint64_t reg)
 	return reg == DW_REG_RA ? &st->ra : reg == DW_REG_RBP ? &st->rbp : NULL;
 }
 
+/* A register's rule, for the two registers a row keeps (others ignored). */
+static void set_rule(struct cfa_state *st, uint64_t reg, enum rule how, int64_t off)
+{
+	struct reg_rule *rr = tracked(st, reg);
+
+	if (rr)
+		*rr = (struct reg_rule){ how, off };
+}
+
+/* Back to the rule the CIE's initial instructions gave it. */
+static void restore_rule(struct cfa_state *st, const struct cie_info *cie, uint64_t reg)
+{
+	struct reg_rule *rr = tracked(st, reg);
+
+	if (rr)
+		*rr = *tracked((struct cfa_state *)&cie->init, reg);
+}
+
 static int run_cfa(const struct cie_info *cie, struct cfa_state *st, struct cursor *c,
 		   struct fde_run *fr)
 {
@@ -455,7 +473,6 @@ static int run_cfa(const struct cie_info *cie, struct cfa_state *st, struct curs
 	while (c->p < c->end && !c->bad) {
 		uint8_t op = *c->p++;
 		uint64_t reg, delta = 0;
-		struct reg_rule *rr;
 		int64_t off;
 
 		switch (op & 0xc0) {
@@ -463,15 +480,10 @@ static int run_cfa(const struct cie_info *cie, struct cfa_state *st, struct curs
 			delta = op & 0x3f;
 			goto advance;
 		case DW_CFA_offset:
-			off = (int64_t)rd_uleb(c) * cie->daf;
-			rr = tracked(st, op & 0x3f);
-			if (rr)
-				*rr = (struct reg_rule){ RULE_OFFSET, off };
+			set_rule(st, op & 0x3f, RULE_OFFSET, (int64_t)rd_uleb(c) * cie->daf);
 			continue;
 		case DW_CFA_restore:
-			rr = tracked(st, op & 0x3f);
-			if (rr)
-				*rr = *tracked((struct cfa_state *)&cie->init, op & 0x3f);
+			restore_rule(st, cie, op & 0x3f);
 			continue;
 		}
 		switch (op) {
@@ -494,22 +506,14 @@ static int run_cfa(const struct cie_info *cie, struct cfa_state *st, struct curs
 			reg = rd_uleb(c);
 			off = rd_sleb(c) * cie->daf;
 set_offset:
-			rr = tracked(st, reg);
-			if (rr)
-				*rr = (struct reg_rule){ RULE_OFFSET, off };
+			set_rule(st, reg, RULE_OFFSET, off);
 			continue;
 		case DW_CFA_restore_extended:
-			reg = rd_uleb(c);
-			rr = tracked(st, reg);
-			if (rr)
-				*rr = *tracked((struct cfa_state *)&cie->init, reg);
+			restore_rule(st, cie, rd_uleb(c));
 			continue;
 		case DW_CFA_undefined:
 		case DW_CFA_same_value:
-			reg = rd_uleb(c);
-			rr = tracked(st, reg);
-			if (rr)
-				*rr = (struct reg_rule){ op == DW_CFA_undefined ? RULE_UNDEF : RULE_SAME, 0 };
+			set_rule(st, rd_uleb(c), op == DW_CFA_undefined ? RULE_UNDEF : RULE_SAME, 0);
 			continue;
 		case DW_CFA_register:
 		case DW_CFA_val_offset:
@@ -528,9 +532,7 @@ set_offset:
 				return -1;
 			c->p += off;
 other:
-			rr = tracked(st, reg);
-			if (rr)
-				*rr = (struct reg_rule){ RULE_OTHER, 0 };
+			set_rule(st, reg, RULE_OTHER, 0);
 			continue;
 		case DW_CFA_remember_state:
 			if (depth == CFA_STACK)
