@@ -178,15 +178,21 @@ static __always_inline struct urow_slot *urow_slot(struct urow_cache *c, __u64 x
  * st->row, with the range it covers in the process's addresses kept
  * (recursion and loops find the same row again without a search), and
  * in the row cache when one is given. */
-static __always_inline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map *m,
-					    __u64 look, struct urow_cache *cache)
+__noinline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map *m, __u64 look,
+				struct urow_cache *cache)
 {
-	struct usearch s = { .x = look - m->bias, .hi = m->row_nr, .first = m->row_first,
-			     .next = ~0ULL };
+	struct usearch s = { .next = ~0ULL };
 	struct urow_slot *slot = NULL;
 	struct bpfs_unwind_row *r;
 	__u32 key;
 
+	/* a global function: verified once on its own, not at every state
+	 * of the walk that calls it; its pointers may be NULL */
+	if (!st || !m)
+		return false;
+	s.x = look - m->bias;
+	s.hi = m->row_nr;
+	s.first = m->row_first;
 	if (st->row_ok && look >= st->row_lo && look < st->row_hi)
 		return true;
 	if (cache) {
@@ -263,7 +269,7 @@ static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
 					struct urow_cache *cache, bool sleepable)
 {
 	__u32 nr = st->nr;
-	__u64 pc, look, sp = st->sp, bp = st->fp, cfa, ra = 0, nbp = bp, at;
+	__u64 pc, look, sp = st->sp, bp = st->fp, cfa, ra = 0, nbp = bp;
 	const struct bpfs_unwind_map *m;
 	int mi;
 
@@ -300,19 +306,12 @@ static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
 		}
 		if (cfa <= sp || cfa - sp >= MAX_STACK_SPAN)
 			return unwind_stop(st, BPFS_F_USTACK_BADFRAME);
-		/* The lower of the two words first: a window opened there
-		 * holds the other (rbp is mostly saved just below the return
-		 * address; read second, it cost a second window). */
-		at = r->rbp_type == BPFS_RBP_CFA ? cfa + (__s64)r->rbp_off * 8 : ~0ULL;
-		if (at < cfa - 8 && !unwind_read(st, win, &nbp, at, sleepable)) {
-			st->fault = 1;
-			return 1;
-		}
 		if (!unwind_read(st, win, &ra, cfa - 8, sleepable)) {
 			st->fault = 1;
 			return 1;
 		}
-		if (at != ~0ULL && at >= cfa - 8 && !unwind_read(st, win, &nbp, at, sleepable)) {
+		if (r->rbp_type == BPFS_RBP_CFA &&
+		    !unwind_read(st, win, &nbp, cfa + (__s64)r->rbp_off * 8, sleepable)) {
 			st->fault = 1;
 			return 1;
 		}
