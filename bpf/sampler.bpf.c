@@ -419,23 +419,21 @@ static __always_inline bool rec_reserve_dynptr(void *ring, __u32 size, __u32 typ
 
 /* Wakes the loader only once a batch has piled up; it also polls on a
  * timer, so small batches are drained without a wake-up per record. */
+static __always_inline __u64 wakeup_flags(void *ring)
+{
+	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									  : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void rec_submit(void *ring, void *rec)
 {
-	__u64 flags = BPF_RB_NO_WAKEUP;
-
-	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(rec, flags);
+	bpf_ringbuf_submit(rec, wakeup_flags(ring));
 	recs_busy_put();
 }
 
 static __always_inline void rec_submit_dynptr(void *ring, struct bpf_dynptr *dp)
 {
-	__u64 flags = BPF_RB_NO_WAKEUP;
-
-	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit_dynptr(dp, flags);
+	bpf_ringbuf_submit_dynptr(dp, wakeup_flags(ring));
 	recs_busy_put();
 }
 

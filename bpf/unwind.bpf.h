@@ -176,7 +176,8 @@ static __always_inline struct urow_slot *urow_slot(struct urow_cache *c, __u64 x
 
 /* The row covering file address x among the map's rows, copied into
  * st->row, with the range it covers in the process's addresses kept
- * (recursion and loops find the same row again without a search), and
+ * (recursion and loops find the same row again without a search: the
+ * caller checks that range before calling), and
  * in the row cache when one is given. */
 __noinline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map *m, __u64 look,
 				struct urow_cache *cache)
@@ -193,8 +194,6 @@ __noinline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map 
 	s.x = look - m->bias;
 	s.hi = m->row_nr;
 	s.first = m->row_first;
-	if (st->row_ok && look >= st->row_lo && look < st->row_hi)
-		return true;
 	if (cache) {
 		slot = urow_slot(cache, s.x, m->table_id);
 		if (slot->table_id == m->table_id && slot->x == s.x) {
@@ -287,7 +286,10 @@ static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
 	if (m && m->row_nr) {
 		struct bpfs_unwind_row *r = &st->row;
 
-		if (!unwind_find_row(st, m, look, cache))
+		/* the last row found still covers it (loops, recursion):
+		 * no call */
+		if (!(st->row_ok && look >= st->row_lo && look < st->row_hi) &&
+		    !unwind_find_row(st, m, look, cache))
 			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
 		switch (r->cfa_type) {
 		case BPFS_CFA_END:
