@@ -116,6 +116,10 @@ void stream__stacks_cleared(struct stream *st);
  */
 struct hashmap;
 int stream__forget_segments(struct stream *st, struct hashmap *used);
+/* A count callback (sampler__for_each_count, stream__for_each_count) that
+ * adds a key's stack ids to the hashmap used: what stream__forget_segments
+ * must keep. */
+int stream__mark_ids(void *used, const struct bpfs_count_key *k, const struct bpfs_count_val *v);
 /* A process exited: what the stream keeps of it goes. */
 void stream__forget_process(struct stream *st, uint32_t pid);
 size_t stream__nr_segments(const struct stream *st);

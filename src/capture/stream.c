@@ -638,68 +638,64 @@ int stream__next_window(struct stream *st, uint64_t next_end_ns)
 	return 0;
 }
 
-static int mark_used(struct hashmap *used, struct vec *todo, uint64_t id)
+static int mark_id(struct hashmap *used, uint64_t id)
 {
-	uint64_t *slot;
-
-	if (!id || hashmap__find(used, (void *)(uintptr_t)id))
-		return 0;
-	slot = vec__push(todo);
-	if (!slot || hashmap__set(used, (void *)(uintptr_t)id, (void *)1, NULL))
+	if (id && hashmap__set(used, (void *)(uintptr_t)id, (void *)1, NULL))
 		return -ENOMEM;
-	*slot = id;
 	return 0;
 }
 
-static int mark_key(void *ctx, const struct bpfs_count_key *k, const struct bpfs_count_val *v)
+int stream__mark_ids(void *used, const struct bpfs_count_key *k, const struct bpfs_count_val *v)
 {
-	void **m = ctx;
-	int err = mark_used(m[0], m[1], k->kstack_id);
+	int err = mark_id(used, k->kstack_id);
 
-	return err ? err : mark_used(m[0], m[1], k->ustack_id);
+	return err ? err : mark_id(used, k->ustack_id);
 }
 
 int stream__forget_segments(struct stream *st, struct hashmap *used)
 {
 	struct vec todo = VEC_INIT(uint64_t);
-	void *m[2] = { used, &todo };
 	const void *key;
 	void *val;
 	int err;
 
-	/* what the caller found used, then the stream's own counts and the
+	/* what the caller found used, the stream's own counts and the
 	 * samples waiting for a completion */
-	for (size_t i = 0; hashmap__next(used, &i, &key, NULL);) {
-		uint64_t *slot = vec__push(&todo);
-
-		if (!slot) {
-			err = -ENOMEM;
-			goto out;
-		}
-		*slot = (uintptr_t)key;
-	}
-	err = stream__for_each_count(st, mark_key, m);
+	err = stream__for_each_count(st, stream__mark_ids, used);
 	for (size_t i = 0; !err && hashmap__next(st->pending, &i, NULL, &val);) {
 		struct pending_list *pl = val;
 
-		for (size_t k = 0; !err && k < pl->nr; k++) {
-			err = mark_used(used, &todo, pl->v[k].kstack_id);
-			if (!err)
-				err = mark_used(used, &todo, pl->v[k].ustack_id);
-		}
+		for (size_t k = 0; !err && k < pl->nr; k++)
+			err = stream__mark_ids(used, &(struct bpfs_count_key){
+							     .kstack_id = pl->v[k].kstack_id,
+							     .ustack_id = pl->v[k].ustack_id },
+					       NULL);
+	}
+	for (size_t i = 0; !err && hashmap__next(used, &i, &key, NULL);) {
+		uint64_t *slot = vec__push(&todo);
+
+		if (!slot)
+			err = -ENOMEM;
+		else
+			*slot = (uintptr_t)key;
 	}
 	/* ... and the segments outward of those */
 	while (!err && todo.nr) {
 		uint64_t id = *(uint64_t *)vec__at(&todo, --todo.nr);
 		struct segment *seg = hashmap__find(st->segments, (void *)(uintptr_t)id);
+		uint64_t parent = seg ? seg->s.parent : 0, *slot;
 
-		if (seg)
-			err = mark_used(used, &todo, seg->s.parent);
+		if (!parent || hashmap__find(used, (void *)(uintptr_t)parent))
+			continue;
+		slot = vec__push(&todo);
+		if (!slot || mark_id(used, parent))
+			err = -ENOMEM;
+		else
+			*slot = parent;
 	}
 	if (!err)
 		forget_old_segments(st, used);
 	st->window++;
-out:
 	vec__free(&todo);
 	return err;
 }

@@ -468,24 +468,13 @@ int report__fold(struct sampler *s, struct stream *stream, struct symbolizer *sy
 	return err;
 }
 
-static int mark_ids(void *ctx, const struct bpfs_count_key *k, const struct bpfs_count_val *v)
-{
-	struct hashmap *used = ctx;
-
-	if (k->kstack_id && hashmap__set(used, (void *)(uintptr_t)k->kstack_id, (void *)1, NULL))
-		return -ENOMEM;
-	if (k->ustack_id && hashmap__set(used, (void *)(uintptr_t)k->ustack_id, (void *)1, NULL))
-		return -ENOMEM;
-	return 0;
-}
-
 int report__forget_segments(struct sampler *s, struct stream *stream)
 {
 	struct hashmap *used = hashmap__new(hashmap__hash_int, hashmap__equal_int);
 	int err = used ? 0 : -ENOMEM;
 
 	if (!err && s)
-		err = sampler__for_each_count(s, mark_ids, used);
+		err = sampler__for_each_count(s, stream__mark_ids, used);
 	if (!err)
 		err = stream__forget_segments(stream, used);
 	hashmap__free(used);
