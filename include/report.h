@@ -77,7 +77,8 @@ int report__fold(struct sampler *s, struct stream *stream, struct symbolizer *sy
 int report__forget_segments(struct sampler *s, struct stream *stream);
 void report__add_stats(struct report_stats *to, const struct report_stats *from);
 /* Adds every sample the stream kept (--format samples) to out one by one,
- * with its time and CPU, in time order. After report__build. */
+ * with its time and CPU, in time order: out is a profile of its own, not
+ * report__build's, which has the same samples summed. */
 int report__add_timed(struct sampler *s, struct stream *stream, struct symbolizer *sym,
 		      const struct report_opts *o, struct profile *out);
 /* Per-event lines of the summary: samples, losses, multiplexing. */

@@ -574,42 +574,57 @@ static void event_report_opts(const struct run *r, size_t ev, struct report_opts
 	};
 }
 
-/* Each event's profile: built into the profile model, written. */
+static void set_meta(const struct run *r, struct profile *p)
+{
+	if (!p)
+		return;
+	profile__meta(p)->time_ns = r->start_unix_ns;
+	profile__meta(p)->duration_ns = r->duration_ns;
+}
+
+/* Each event's profile: built into the profile model, written. With a
+ * format of every sample (samples), those samples go into a profile of
+ * their own, which only such formats read: the others read the summed
+ * one, and both in one profile counted each sample twice. */
 static int report_events(struct run *r)
 {
 	const struct opts *o = r->o;
+	struct profile_opts po = { .demangle = !o->no_demangle };
 	int err = 0;
 
 	for (size_t ev = 0; ev < o->events.nr && !err; ev++) {
 		struct report_opts ro;
 		struct report_stats rs;
 		struct profile *p = r->folded[ev]; /* what was folded in, if any */
+		struct profile *timed = NULL;
 
 		double t0 = now_s(), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
 
 		r->folded[ev] = NULL;
 		event_report_opts(r, ev, &ro);
 		if (!p)
-			err = profile__new(&(struct profile_opts){ .demangle = !o->no_demangle },
-					   &p);
+			err = profile__new(&po, &p);
 		if (!err)
 			err = report__build(r->s, r->stream, r->sym, &ro, r->st.ev[ev].stat, p, &rs);
 		report__add_stats(&rs, &r->fold_rs[ev]);
 		if (!err && o->timed)
-			err = report__add_timed(r->s, r->stream, r->sym, &ro, p);
+			err = profile__new(&po, &timed);
+		if (!err && timed)
+			err = report__add_timed(r->s, r->stream, r->sym, &ro, timed);
 		r->build_s += now_s() - t0;
 		r->build_cpu_s += clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
 		exit_phase("profile built (frames named)");
 		if (!err) {
-			profile__meta(p)->time_ns = r->start_unix_ns;
-			profile__meta(p)->duration_ns = r->duration_ns;
+			set_meta(r, p);
+			set_meta(r, timed);
 		}
 		for (size_t fm = 0; fm < o->nr_formats && !err; fm++)
-			err = write_profile(r, p, ev, fm);
+			err = write_profile(r, o->formats[fm]->timed ? timed : p, ev, fm);
 		if (!err) {
 			add_stats(&r->rs, &rs);
 			r->lines += folded_lines(p, o->annotate, o->inlines);
 		}
+		profile__free(timed);
 		profile__free(p);
 	}
 	return err;

@@ -29,6 +29,10 @@ struct build_ctx {
 	struct report_stats *rs;
 	struct hashmap *pids; /* distinct pids */
 	struct hashmap *stack_pairs; /* distinct (kernel, user) stack ids */
+	/* What a stack's frames were named as, by what names them: a
+	 * timed profile names each distinct stack once, not each sample.
+	 * NULL where each key is distinct anyway (the counts). */
+	struct hashmap *named; /* struct stack_ref * -> profile stack id + 1 */
 	uint64_t ips[BPFS_MAX_USER_DEPTH];
 	uint32_t fr[MAX_FRAMES]; /* location ids, outermost first */
 	uint32_t leaf_first[MAX_FRAMES];
@@ -236,8 +240,24 @@ static size_t add_kernel(struct build_ctx *c, const struct bpfs_count_key *k, si
 	return n;
 }
 
-/* The stack of key k as a profile stack id. */
-static uint32_t key_stack(struct build_ctx *c, const struct bpfs_count_key *k)
+/* What names a key's stack: the same for every sample of a thread, a
+ * comm, an event. */
+struct stack_ref {
+	uint64_t kstack_id, ustack_id;
+	uint32_t pid, map_gen, flags, pad;
+};
+
+static uint64_t stack_ref_hash(const void *key)
+{
+	return hashmap__hash_bytes(key, sizeof(struct stack_ref), 0);
+}
+
+static bool stack_ref_equal(const void *a, const void *b)
+{
+	return !memcmp(a, b, sizeof(struct stack_ref));
+}
+
+static uint32_t name_stack(struct build_ctx *c, const struct bpfs_count_key *k)
 {
 	size_t n = add_kernel(c, k, add_user(c, k, 0));
 
@@ -246,6 +266,27 @@ static uint32_t key_stack(struct build_ctx *c, const struct bpfs_count_key *k)
 	for (size_t i = 0; i < n; i++)
 		c->leaf_first[i] = c->fr[n - 1 - i];
 	return profile__add_stack(c->p, c->leaf_first, n);
+}
+
+/* The stack of key k as a profile stack id. Not remembered when memory
+ * runs out: named again the next time, the same. */
+static uint32_t key_stack(struct build_ctx *c, const struct bpfs_count_key *k)
+{
+	struct stack_ref ref = { .kstack_id = k->kstack_id, .ustack_id = k->ustack_id,
+				 .pid = k->pid, .map_gen = k->map_gen, .flags = k->flags };
+	struct stack_ref *nref;
+	uintptr_t id;
+
+	if (!c->named)
+		return name_stack(c, k);
+	id = (uintptr_t)hashmap__find(c->named, &ref);
+	if (id)
+		return id - 1;
+	id = name_stack(c, k);
+	nref = malloc(sizeof(*nref));
+	if (nref && (*nref = ref, hashmap__set(c->named, nref, (void *)(id + 1), NULL)))
+		free(nref);
+	return id;
 }
 
 static uint32_t comm_id(struct profile *p, const char comm[BPFS_COMM_LEN])
@@ -325,6 +366,13 @@ static void build_ctx__free(struct build_ctx *c)
 {
 	if (!c)
 		return;
+	if (c->named) {
+		const void *k;
+
+		for (size_t i = 0; hashmap__next(c->named, &i, &k, NULL);)
+			free((void *)k);
+		hashmap__free(c->named);
+	}
 	hashmap__free(c->pids);
 	hashmap__free(c->stack_pairs);
 	free(c);
@@ -498,11 +546,18 @@ int report__add_timed(struct sampler *s, struct stream *stream, struct symbolize
 	const struct bpfs_rec_sample *r;
 	struct build_ctx *c;
 	size_t nr;
-	int err = 0;
+	int err;
 
+	err = profile__meta(out)->nr_types ? 0 : set_types(out, o);
+	if (err)
+		return err;
 	c = build_ctx__new(s, stream, sym, o, out, &rs);
-	if (!c)
+	if (c)
+		c->named = hashmap__new(stack_ref_hash, stack_ref_equal);
+	if (!c || !c->named) {
+		build_ctx__free(c);
 		return -ENOMEM;
+	}
 	r = stream__samples(stream, &nr);
 	for (size_t i = 0; i < nr && !err; i++) {
 		struct pf_sample ps = { .pid = r[i].pid, .tid = r[i].tid, .cpu = r[i].hdr.cpu };

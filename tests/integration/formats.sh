@@ -174,3 +174,26 @@ else
 	fail "top: --top 5 run" "$(cat "$TMP/sys5.top.err")"
 fi
 wait $sh
+
+# --- several formats from one run, samples among them: each counts every
+# kept sample once (the summed formats once counted each sample twice, the
+# per-sample profile added to theirs), and samples folded by stack are the
+# folded lines.
+"$BPFS" -F 999 -d 1 --format folded,samples,pprof -o "$TMP/multi.%f" -- "$W/threads" 2 1 \
+	>/dev/null 2>"$TMP/multi.err" || fail "folded,samples,pprof run" "$(tail -3 "$TMP/multi.err")"
+kept=$(summary_field "$TMP/multi.err" "kept")
+f_sum=$(grep -v '^\[lost\]' "$TMP/multi.folded" | awk '{ s += $NF } END { print s + 0 }')
+s_nr=$(wc -l <"$TMP/multi.samples")
+p_sum=$(gopprof -raw "$TMP/multi.pb.gz" | awk '/^ *[0-9]+ +[0-9]+:/ { s += $1 } END { print s + 0 }')
+[ "${kept:-0}" -gt 1000 ] && [ "$f_sum" = "$kept" ] && [ "$s_nr" = "$kept" ] && [ "$p_sum" = "$kept" ] &&
+	pass "folded,samples,pprof: each has every kept sample once ($kept)" ||
+	fail "folded,samples,pprof: each has every kept sample once" \
+		"kept ${kept:-none}: folded $f_sum, samples $s_nr, pprof $p_sum"
+cut -d' ' -f7- "$TMP/multi.samples" | sort | uniq -c |
+	awk '{ c = $1; $1 = ""; sub(/^ /, ""); print $0 " " c }' | sort >"$TMP/multi.byst"
+grep -v '^\[lost\]' "$TMP/multi.folded" | sort >"$TMP/multi.fsorted"
+if cmp -s "$TMP/multi.byst" "$TMP/multi.fsorted"; then
+	pass "samples folded by stack are the folded lines ($(wc -l <"$TMP/multi.fsorted") stacks)"
+else
+	fail "samples folded by stack are the folded lines" "$(diff "$TMP/multi.byst" "$TMP/multi.fsorted" | head -4)"
+fi
