@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,13 +108,45 @@ static double now_s(void)
 	return clock_s(CLOCK_MONOTONIC);
 }
 
-/* -v -v: how long after the stop was asked the exit reached a phase. */
+/* How long after the stop was asked the exit reached each phase: each as
+ * it comes with -v -v; with -v, all of them in one line when the exit
+ * took over half of its second (docs/design.md, "Every run ends"). The
+ * stopper thread writes one of them. */
+#define EXIT_PHASES 12
+#define EXIT_SLOW_MS 500
+static struct {
+	const char *what;
+	double ms;
+} exit_phases[EXIT_PHASES];
+static atomic_int nr_exit_phases;
+
 static void exit_phase(const char *what)
 {
 	double t = stop_asked.tv_sec + stop_asked.tv_nsec / 1e9;
+	int i;
 
-	if (t)
-		p_dbg("exit: %s %.0f ms after the stop", what, (now_s() - t) * 1000);
+	if (!t)
+		return;
+	i = atomic_fetch_add(&nr_exit_phases, 1);
+	if (i < EXIT_PHASES)
+		exit_phases[i].what = what, exit_phases[i].ms = (now_s() - t) * 1000;
+	p_dbg("exit: %s %.0f ms after the stop", what, (now_s() - t) * 1000);
+}
+
+static void exit_report(void)
+{
+	int n = atomic_load(&nr_exit_phases);
+	char line[1024];
+	size_t len = 0;
+
+	if (n > EXIT_PHASES)
+		n = EXIT_PHASES;
+	if (!n || exit_phases[n - 1].ms <= EXIT_SLOW_MS || log_get_level() != LOG_INFO)
+		return;
+	for (int i = 0; i < n && len < sizeof(line); i++)
+		len += snprintf(line + len, sizeof(line) - len, "%s%s %.0f", i ? ", " : "",
+				exit_phases[i].what, exit_phases[i].ms);
+	p_info("the exit took %.0f ms after the stop (ms: %s)", exit_phases[n - 1].ms, line);
 }
 
 /* CLOCK_MONOTONIC when -d ends sampling; 0: no -d, or not sampling yet. */
@@ -336,14 +369,47 @@ static int sample_loop(struct run *r)
  * file's unwind table, took seconds to come back to its loop (37 s after
  * SIGTERM with compilers starting); with the events off it gets the CPU
  * back at once (docs/design.md, "Every run ends").
+ *
+ * Whichever comes first disables them: the stopper, or the main thread
+ * leaving its loop. Neither waits for the other to get a CPU: the kernel
+ * here runs without preemption, and a CPU inside a long kernel path (a
+ * writer of a large file) kept the woken stopper off it for up to 240 ms,
+ * while the main thread, which waited for it, had the other CPU free. The
+ * stopper reads only what is here, not the run: it may still be waiting
+ * for its CPU when the run is over.
  */
+enum stop_claim { STOP_OPEN, STOP_BY_STOPPER, STOP_STOPPER_DONE, STOP_BY_MAIN };
+static atomic_int stop_claim;
+static struct sampler *stop_sampler;
+static double stop_deadline; /* CLOCK_MONOTONIC; 0: no -d */
+
+/* stop_asked, for -d (a signal sets it in its handler). */
+static void note_stop(void)
+{
+	double t = now_s();
+
+	if (stop_asked.tv_sec)
+		return;
+	if (stop_deadline && stop_deadline < t)
+		t = stop_deadline;
+	stop_asked.tv_sec = (time_t)t;
+	stop_asked.tv_nsec = (long)((t - stop_asked.tv_sec) * 1e9);
+}
+
+static bool claim_stop(enum stop_claim who)
+{
+	int open = STOP_OPEN;
+
+	return atomic_compare_exchange_strong(&stop_claim, &open, who);
+}
+
 static void *stopper(void *arg)
 {
-	struct run *r = arg;
 	struct sched_param sp = { .sched_priority = 1 };
 	struct timespec ts;
 	int rc;
 
+	(void)arg;
 	/* Real-time, so that it runs the moment it is woken: at normal
 	 * priority, with compilers on both CPUs and the BPF programs taking
 	 * their share, it waited up to 200 ms for a CPU. It only disables
@@ -352,25 +418,29 @@ static void *stopper(void *arg)
 	pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 
 	do {
-		if (r->deadline) {
-			ts.tv_sec = (time_t)r->deadline;
-			ts.tv_nsec = (long)((r->deadline - ts.tv_sec) * 1e9);
+		if (stop_deadline) {
+			ts.tv_sec = (time_t)stop_deadline;
+			ts.tv_nsec = (long)((stop_deadline - ts.tv_sec) * 1e9);
 			rc = sem_clockwait(&stop_sem, CLOCK_MONOTONIC, &ts);
 		} else {
 			rc = sem_wait(&stop_sem);
 		}
 	} while (rc && errno == EINTR);
-	if (!stop_asked.tv_sec) {
-		double t = now_s();
-
-		if (r->deadline && r->deadline < t)
-			t = r->deadline;
-		stop_asked.tv_sec = (time_t)t;
-		stop_asked.tv_nsec = (long)((t - stop_asked.tv_sec) * 1e9);
-	}
-	sampler__disable(r->s);
+	if (!claim_stop(STOP_BY_STOPPER))
+		return NULL; /* the main thread was first */
+	note_stop();
+	sampler__disable(stop_sampler);
 	exit_phase("events disabled");
+	atomic_store(&stop_claim, STOP_STOPPER_DONE);
 	return NULL;
+}
+
+/* The sampler is not freed while the stopper is inside it: an ioctl per
+ * event, begun before the main thread left its loop. */
+static void stopper_leave_sampler(void)
+{
+	while (atomic_load(&stop_claim) == STOP_BY_STOPPER)
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 }
 
 /* Records lost after the last one received: read where each CPU's
@@ -852,7 +922,8 @@ static int run(const struct opts *o, struct outputs *outs)
 	r.max_rate[0] = features__max_sample_rate();
 	ehframe__set_cancel(run_over);
 	r.deadline = o->duration > 0 ? now_s() + o->duration : 0;
-	run_deadline = r.deadline;
+	run_deadline = stop_deadline = r.deadline;
+	stop_sampler = r.s;
 	/* the stopper blocks SIGINT and SIGTERM (its mask is inherited), so
 	 * they reach the main thread and wake its poll */
 	sigemptyset(&stop_sigs);
@@ -860,8 +931,10 @@ static int run(const struct opts *o, struct outputs *outs)
 	sigaddset(&stop_sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &stop_sigs, &old_sigs);
 	stopper_on = sem_init(&stop_sem, 0, 0) == 0 &&
-		     pthread_create(&stopper_th, NULL, stopper, &r) == 0;
+		     pthread_create(&stopper_th, NULL, stopper, NULL) == 0;
 	pthread_sigmask(SIG_SETMASK, &old_sigs, NULL);
+	if (stopper_on)
+		pthread_detach(stopper_th); /* never waited for: see stopper() */
 	sampling = 1;
 	loop_err = sample_loop(&r);
 	if (!exiting)
@@ -880,10 +953,10 @@ static int run(const struct opts *o, struct outputs *outs)
 	if (setpriority(PRIO_PROCESS, 0, -10))
 		p_dbg("cannot raise the exit's priority: %s", strerror(errno));
 	exit_phase("sampling loop left");
-	if (stopper_on) {
-		sem_post(&stop_sem);
-		pthread_join(stopper_th, NULL);
-	}
+	if (claim_stop(STOP_BY_MAIN))
+		note_stop(); /* sampler__stop disables the events */
+	if (stopper_on)
+		sem_post(&stop_sem); /* it ends, finding the stop claimed */
 
 	err = sampler__stop(r.s);
 	exit_phase("last records drained");
@@ -918,11 +991,14 @@ out:
 	for (size_t ev = 0; ev < BPFS_MAX_EVENTS; ev++)
 		profile__free(r.folded[ev]);
 	unwinder__free(r.uw);
+	if (stopper_on)
+		stopper_leave_sampler();
 	sampler__free(r.s);
 	exit_phase("BPF objects released");
 	stream__free(r.stream);
 	symbolizer__free(r.sym);
 	exit_phase("memory freed");
+	exit_report();
 	return err;
 }
 
