@@ -27,6 +27,12 @@ BOUND=5 # seconds past the signal, for the phases after sampling and the agent
 PROMISE_MS=1000
 
 ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+# ms_to VAR: the time (ms) into VAR, without the fork of $(ms). Around a
+# kill or a wait, a subshell's fork, exit and the wake-up after it were
+# the shell's own delay, not the run's: one such stamp came 2.3 s before
+# the kill it was meant to time (bpftrace: the signal reached the loader
+# and the run ended 134 ms after the kill).
+ms_to() { printf -v "$1" '%d' $((${EPOCHREALTIME/./} / 1000)); }
 # stamp FILE: each line of stdin into FILE, after the time it arrived (ms);
 # "EOF" last. EPOCHREALTIME: no fork per line, the stamp is not late.
 stamp() {
@@ -70,7 +76,8 @@ twice_late() {
 	"$try" "$@"
 	[ "$late" = 1 ] || return 1
 	first_ms=${!var}
-	retry_note=" (second try: the first took $first_ms ms)"
+	# where its time went, as the run's -v says when the exit was slow
+	retry_note=" (second try: the first took $first_ms ms$(grep -o 'the exit took.*' "$late_err" | tail -1 | sed 's/^/; /'))"
 	"$try" "$@"
 	[ "$late" = 1 ]
 }
@@ -85,7 +92,7 @@ ends_try() {
 	local dog=$!
 	wait $pid
 	rc=$?
-	t1=$(ms)
+	ms_to t1
 	kill $dog 2>/dev/null
 	wait $dog 2>/dev/null
 	stamped_wait "$TMP/end.err"
@@ -96,7 +103,7 @@ ends_try() {
 		if [ "$past" -le $PROMISE_MS ]; then
 			pass "$name: -d $dur exited $past ms past its duration, exit 0, profile written${retry_note:-}"
 		else
-			late=1
+			late=1 late_err=$TMP/end.err
 		fi
 	else
 		ends_report "$name" "$dur" ""
@@ -135,11 +142,11 @@ signal_try() {
 	# WAIT s of sampling, not of setup (slower under load)
 	for _ in $(seq 300); do grep -q 'sampling' "$TMP/term.err" && break; sleep 0.1; done
 	sleep "$wait"
-	t0=$(ms)
+	ms_to t0
 	kill -"$sig" $pid
 	wait $pid
 	rc=$?
-	t1=$(ms)
+	ms_to t1
 	kill $dog 2>/dev/null
 	wait $dog 2>/dev/null
 	took=$((t1 - t0))
@@ -147,7 +154,7 @@ signal_try() {
 		if [ $took -le $bound ]; then
 			pass "$name: SIG$sig honoured in $took ms, exit 0${retry_note:-}"
 		else
-			late=1
+			late=1 late_err=$TMP/term.err
 		fi
 	else
 		fail "$name: SIG$sig honoured within $bound ms" "exit $rc after $took ms: $(tail -3 "$TMP/term.err")"
@@ -197,11 +204,11 @@ wait $cl 2>/dev/null
 "$BPFS" -F 100000 --mode stream -o "$TMP/setup.folded" 2>"$TMP/setup.err" &
 pid=$!
 sleep 0.05
-t0=$(ms)
+ms_to t0
 kill -INT $pid
 wait $pid
 rc=$?
-t1=$(ms)
+ms_to t1
 if { { [ $rc -eq 130 ] && grep -q "before sampling started" "$TMP/setup.err" &&
 	[ ! -e "$TMP/setup.folded" ]; } || { [ $rc -eq 0 ] && grep -q "samples taken" "$TMP/setup.err"; }; } &&
 	[ $((t1 - t0)) -le $PROMISE_MS ]; then
@@ -233,11 +240,11 @@ blocked_writer() {
 	sleep 1
 	[ -n "$first" ] && kill -INT $pid
 	sleep 1
-	t0=$(ms)
+	ms_to t0
 	kill -"${first:-$1}" $pid
 	wait $pid
 	rc=$?
-	t1=$(ms)
+	ms_to t1
 	kill $dog $reader 2>/dev/null
 	wait $dog $reader 2>/dev/null
 }
