@@ -50,8 +50,7 @@ CFLAGS += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-std=gnu11 -fno-omit-frame-pointer $(SAN_FLAGS)
 LDFLAGS += $(SAN_FLAGS)
 # -iquote: our features.h must not shadow glibc's <features.h>.
-CPPFLAGS += -iquote include -iquote $(OUTPUT) $(LIBBPF_CFLAGS) $(MHD_CFLAGS) -D_GNU_SOURCE \
-	-DBPFSAMPLER_VERSION='"$(VERSION) ($(GIT_REV))"'
+CPPFLAGS += -iquote include -iquote $(OUTPUT) $(LIBBPF_CFLAGS) $(MHD_CFLAGS) -D_GNU_SOURCE
 DEPFLAGS = -MMD -MP
 # libdebuginfod (elfutils' debuginfod client) is dlopen'ed when DEBUGINFOD_URLS
 # is set (src/symbols/debuginfo.c): only its header is needed to build.
@@ -110,8 +109,17 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o | $(OUTPUT)
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp
 	$(Q)mv $@.tmp $@
 
-# Loader objects wait for the skeletons: some include them.
-$(OUTPUT)/src/%.o: src/%.c $(SKELS)
+# The version and commit, in a header rewritten only when they change: a
+# -D on the command line left the files that print it (--version, pprof's
+# comment, the agent's user agent and metrics) naming an older commit after
+# an incremental build. The depfiles rebuild just those files.
+$(OUTPUT)/version.h: FORCE | $(OUTPUT)
+	$(Q)v='#define BPFSAMPLER_VERSION "$(VERSION) ($(GIT_REV))"'; \
+	  [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
+FORCE:
+
+# Loader objects wait for the skeletons (some include them) and the version.
+$(OUTPUT)/src/%.o: src/%.c $(SKELS) | $(OUTPUT)/version.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
@@ -180,6 +188,6 @@ clean:
 	$(call msg,CLEAN,$(OUTPUT))
 	$(Q)rm -rf $(OUTPUT) .output-san bpfsampler
 
-.PHONY: all check clean deps profile unit workloads
+.PHONY: all check clean deps profile unit workloads FORCE
 
 -include $(wildcard $(OUTPUT)/bpf/*.d $(OUTPUT)/src/*/*.d)

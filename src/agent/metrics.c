@@ -12,6 +12,7 @@
 #include "atomicfile.h"
 #include "log.h"
 #include "metrics.h"
+#include "version.h"
 
 const char *const metrics_lost_reason[METRICS_LOST_NR] = {
 	[METRICS_LOST_COUNTS_FULL] = "counts_map_full",

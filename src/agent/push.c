@@ -35,6 +35,7 @@
 #include "push.h"
 #include "spool.h"
 #include "vec.h"
+#include "version.h"
 
 #define SECRET_MAX 4096
 #define ANSWER_KEEP 200

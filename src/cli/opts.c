@@ -14,6 +14,7 @@
 #include "opts.h"
 #include "sampler.h"
 #include "unwinder.h"
+#include "version.h"
 #include "writer.h"
 
 enum {

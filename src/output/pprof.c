@@ -20,6 +20,7 @@
 
 #include "pprof.h"
 #include "profile.h"
+#include "version.h"
 #include "writer.h"
 
 enum wire_type { WIRE_VARINT = 0, WIRE_LEN = 2 };

@@ -77,6 +77,5 @@ fuzz: fuzz-build
 	done
 	$(Q)tests/fuzz/regress.sh $(FUZZ_OUT)
 
-FORCE:
-
-.PHONY: fuzz fuzz-build FORCE
+# FORCE: the Makefile's
+.PHONY: fuzz fuzz-build

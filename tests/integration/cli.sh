@@ -196,3 +196,26 @@ if [ $rc -eq 1 ] && grep -q "no BTF" "$TMP/nobtf.err" && grep -q "CONFIG_DEBUG_I
 else
 	fail "without kernel BTF: says what is missing" "exit $rc: $(cat "$TMP/nobtf.err")"
 fi
+
+# --version names the commit built, after an incremental build too: the
+# version header is rewritten when the commit changes, and only then (its
+# includers are rebuilt by their depfiles, nothing else).
+vh=$TMP/vout/version.h
+vmake() { make -s -C "$ROOT" OUTPUT="$TMP/vout" GIT_REV="$1" "$vh" >/dev/null 2>&1; }
+vmake aaaaaaa && t1=$(stat -c %Y.%y "$vh") && sleep 1.1 && vmake aaaaaaa && t2=$(stat -c %Y.%y "$vh") &&
+	vmake bbbbbbb
+if grep -q '"[0-9.]* (bbbbbbb)"' "$vh" 2>/dev/null && [ "$t1" = "$t2" ] &&
+	grep -q 'version\.h' "$OUTPUT/src/cli/opts.d" "$OUTPUT/src/output/pprof.d"; then
+	pass "version header: rewritten for a new commit only, its includers tracked"
+else
+	fail "version header: rewritten for a new commit only, its includers tracked" \
+		"$(cat "$vh" 2>&1), mtimes $t1 / $t2"
+fi
+if git -C "$ROOT" rev-parse --short HEAD >/dev/null 2>&1 &&
+	[ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+	rev=$(git -C "$ROOT" rev-parse --short HEAD)
+	"$BPFS" --version | grep -q "($rev)" && pass "--version names the commit built ($rev)" ||
+		fail "--version names the commit built" "HEAD $rev: $("$BPFS" --version)"
+else
+	skip "--version names the commit built" "not a clean git checkout (changes not committed)"
+fi
