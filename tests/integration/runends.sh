@@ -29,9 +29,8 @@ PROMISE_MS=1000
 ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
 # ms_to VAR: the time (ms) into VAR, without the fork of $(ms). Around a
 # kill or a wait, a subshell's fork, exit and the wake-up after it were
-# the shell's own delay, not the run's: one such stamp came 2.3 s before
-# the kill it was meant to time (bpftrace: the signal reached the loader
-# and the run ended 134 ms after the kill).
+# the shell's own delay, not the run's: a run counted 2.4 s late had
+# reached exit_group 132 ms after its signal (bpftrace).
 ms_to() { printf -v "$1" '%d' $((${EPOCHREALTIME/./} / 1000)); }
 # stamp FILE: each line of stdin into FILE, after the time it arrived (ms);
 # "EOF" last. EPOCHREALTIME: no fork per line, the stamp is not late.
