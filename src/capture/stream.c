@@ -549,20 +549,15 @@ int stream__take_counts(struct stream *st, stream_count_fn take, void *ctx)
 	void *val, **slot;
 	int err = 0;
 
-	for (size_t i = 0; hashmap__next(st->counts, &i, &key, &val);) {
-		err = take(ctx, key, val);
-		if (err <= 0) {
-			if (err)
-				break;
-			continue;
-		}
-		err = 0;
-		slot = vec__push(&taken);
-		if (!slot) {
+	for (size_t i = 0; !err && hashmap__next(st->counts, &i, &key, &val);) {
+		int r = take(ctx, key, val);
+
+		if (r < 0)
+			err = r;
+		else if (r > 0 && !(slot = vec__push(&taken)))
 			err = -ENOMEM;
-			break;
-		}
-		*slot = (void *)key;
+		else if (r > 0)
+			*slot = (void *)key;
 	}
 	/* deleted after the walk: the table does not move under it */
 	for (size_t i = 0; i < taken.nr; i++) {
@@ -665,11 +660,11 @@ int stream__forget_segments(struct stream *st, struct hashmap *used)
 	for (size_t i = 0; !err && hashmap__next(st->pending, &i, NULL, &val);) {
 		struct pending_list *pl = val;
 
-		for (size_t k = 0; !err && k < pl->nr; k++)
-			err = stream__mark_ids(used, &(struct bpfs_count_key){
-							     .kstack_id = pl->v[k].kstack_id,
-							     .ustack_id = pl->v[k].ustack_id },
-					       NULL);
+		for (size_t k = 0; !err && k < pl->nr; k++) {
+			err = mark_id(used, pl->v[k].kstack_id);
+			if (!err)
+				err = mark_id(used, pl->v[k].ustack_id);
+		}
 	}
 	for (size_t i = 0; !err && hashmap__next(used, &i, &key, NULL);) {
 		uint64_t *slot = vec__push(&todo);

@@ -122,15 +122,16 @@ static atomic_int nr_exit_phases;
 
 static void exit_phase(const char *what)
 {
-	double t = stop_asked.tv_sec + stop_asked.tv_nsec / 1e9;
+	double t = stop_asked.tv_sec + stop_asked.tv_nsec / 1e9, ms;
 	int i;
 
 	if (!t)
 		return;
+	ms = (now_s() - t) * 1000;
 	i = atomic_fetch_add(&nr_exit_phases, 1);
 	if (i < EXIT_PHASES)
-		exit_phases[i].what = what, exit_phases[i].ms = (now_s() - t) * 1000;
-	p_dbg("exit: %s %.0f ms after the stop", what, (now_s() - t) * 1000);
+		exit_phases[i].what = what, exit_phases[i].ms = ms;
+	p_dbg("exit: %s %.0f ms after the stop", what, ms);
 }
 
 static void exit_report(void)
@@ -605,15 +606,14 @@ static int write_profile(const struct run *r, const struct profile *p, size_t ev
 	return err;
 }
 
+/* Over the events: the same processes in each, so their count is the
+ * largest of the events', not the sum. */
 static void add_stats(struct report_stats *total, const struct report_stats *rs)
 {
-	total->samples += rs->samples;
-	total->lost += rs->lost;
-	total->keys += rs->keys;
-	if (rs->processes > total->processes)
-		total->processes = rs->processes;
-	total->stacks += rs->stacks;
-	total->stacks_missing += rs->stacks_missing;
+	uint64_t processes = rs->processes > total->processes ? rs->processes : total->processes;
+
+	report__add_stats(total, rs);
+	total->processes = processes;
 }
 
 /* The folded lines the profile makes, for the summary. */
