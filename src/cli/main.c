@@ -383,6 +383,9 @@ enum stop_claim { STOP_OPEN, STOP_BY_STOPPER, STOP_STOPPER_DONE, STOP_BY_MAIN };
 static atomic_int stop_claim;
 static struct sampler *stop_sampler;
 static double stop_deadline; /* CLOCK_MONOTONIC; 0: no -d */
+/* BPFS_DEBUG_STOPPER_LATE=MS: the stopper sleeps MS after it is woken, as
+ * when its CPU is held elsewhere (runends.sh: the exit does not wait). */
+static long stopper_late_ms;
 
 /* stop_asked, for -d (a signal sets it in its handler). */
 static void note_stop(void)
@@ -427,6 +430,10 @@ static void *stopper(void *arg)
 			rc = sem_wait(&stop_sem);
 		}
 	} while (rc && errno == EINTR);
+	if (stopper_late_ms)
+		nanosleep(&(struct timespec){ .tv_sec = stopper_late_ms / 1000,
+					      .tv_nsec = stopper_late_ms % 1000 * 1000000 },
+			  NULL);
 	if (!claim_stop(STOP_BY_STOPPER))
 		return NULL; /* the main thread was first */
 	note_stop();
@@ -924,6 +931,11 @@ static int run(const struct opts *o, struct outputs *outs)
 	r.deadline = o->duration > 0 ? now_s() + o->duration : 0;
 	run_deadline = stop_deadline = r.deadline;
 	stop_sampler = r.s;
+	if (getenv("BPFS_DEBUG_STOPPER_LATE")) {
+		stopper_late_ms = atol(getenv("BPFS_DEBUG_STOPPER_LATE"));
+		p_warn("BPFS_DEBUG_STOPPER_LATE=%ld: the stopper thread waits that many ms "
+		       "after the stop (for tests)", stopper_late_ms);
+	}
 	/* the stopper blocks SIGINT and SIGTERM (its mask is inherited), so
 	 * they reach the main thread and wake its poll */
 	sigemptyset(&stop_sigs);
