@@ -687,6 +687,8 @@ struct walk {
 	struct uwin *win;
 	const struct bpfs_unwind_proc *proc; /* NULL: frame pointers */
 	struct urow_cache *cache;
+	const struct bpfs_py_proc *py; /* NULL: no CPython here (python.bpf.h) */
+	struct py_cursor *pyc;
 };
 
 /* One frame per call, from bpf_loop: the verifier checks the body once
@@ -754,6 +756,7 @@ static long walk_frame_sleepable(__u64 i, void *data)
 	return 0;
 }
 
+#include "python.bpf.h"
 #include "unwind.bpf.h"
 
 struct cut {
@@ -945,6 +948,7 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 	if (!st || !w.win)
 		return true;
 	w.st = st;
+	w.py = python_begin(key->pid, &w.pyc);
 	if (cs & 3) { /* interrupted in user mode: these are its registers */
 		/* volatile: clang would otherwise share these loads with the
 		 * ones below (same offsets), a ctx access the verifier refuses */
