@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: GPL-2.0
+"""pyshares.py SECONDS [json]: a known answer for Python frames
+(tests/integration/python.sh). outer() calls leaf_a(1000) and leaf_b(2000),
+whose bodies are the same loop: leaf_a takes 1/3 of the time, leaf_b 2/3,
+both under outer. With "json": encode() calls json.dumps on a big object,
+so the C encoder (native code called from Python) runs under encode.
+Runs for SECONDS of its own CPU time (a busy machine stretches the wall
+time, not the samples), 0: until killed; with $PYSHARES_READY set, creates
+that file once start-up is over. Any CPython 3.x."""
+import json
+import os
+import sys
+import time
+
+
+def leaf_a(n):
+    x = 0
+    for i in range(n):
+        x += i * i
+    return x
+
+
+def leaf_b(n):
+    x = 0
+    for i in range(n):
+        x += i * i
+    return x
+
+
+def outer(deadline):
+    while time.process_time() < deadline:
+        leaf_a(1000)
+        leaf_b(2000)
+
+
+def encode(deadline):
+    data = [{"k%d" % i: [i, str(i), float(i)] for i in range(50)} for _ in range(200)]
+    while time.process_time() < deadline:
+        json.dumps(data)
+
+
+def main():
+    seconds = float(sys.argv[1])
+    deadline = time.process_time() + seconds if seconds > 0 else float("inf")
+    if os.environ.get("PYSHARES_READY"):
+        open(os.environ["PYSHARES_READY"], "w").close()
+    if len(sys.argv) > 2 and sys.argv[2] == "json":
+        encode(deadline)
+    else:
+        outer(deadline)
+
+
+main()
