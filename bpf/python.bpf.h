@@ -53,6 +53,8 @@ struct py_cursor {
 	__u32 pid;
 	__u32 pos;    /* where the next frame goes in st->ips */
 	__u32 stop;   /* this evaluation frame's Python frames are done */
+	__u32 tail;   /* python_tail: the whole rest of the chain */
+	__u32 pad2;
 	__u32 now;    /* the sample's time, in 2^20 ns (about ms) */
 	__u64 fsbase;
 	__u8 buf[PY_BUF]; /* one frame, read at once */
@@ -297,7 +299,7 @@ static long py_frame_step(__u64 i, void *data)
 		/* the shim below an evaluation call's first frame: the next
 		 * evaluation frame's Python frames start past it */
 		c->frame = back;
-		return 1;
+		return c->tail ? 0 : 1;
 	}
 	code = py_word(c, o->frame_code);
 	if (!py_code_ok(e, code))
@@ -309,9 +311,11 @@ static long py_frame_step(__u64 i, void *data)
 	c->frame = back;
 	/* 3.8-3.10: one Python frame per evaluation call; 3.11: down to the
 	 * frame the call entered with */
-	if (o->model == BPFS_PY_MODEL_FRAMEOBJ || entry || c->stop)
+	if (c->stop)
 		return 1;
-	return 0;
+	if (c->tail)
+		return 0;
+	return o->model == BPFS_PY_MODEL_FRAMEOBJ || entry;
 }
 
 /*
@@ -331,6 +335,7 @@ __noinline int python_frames(struct ustack *st, const struct bpfs_py_proc *py,
 		return 0;
 	c->pos = st->nr - 1;
 	c->stop = 0;
+	c->tail = 0;
 	if (c->state == PY_FRESH) {
 		py_stat(BPFS_PY_STAT_WALKS);
 		c->state = PY_WALKING;
@@ -345,6 +350,41 @@ __noinline int python_frames(struct ustack *st, const struct bpfs_py_proc *py,
 out:
 	if (c->pos > st->nr - 1)
 		st->nr = c->pos;
+	return 0;
+}
+
+/*
+ * After the native walk: the Python frames it did not reach, outward of
+ * the last native frame. The native walk ends early where a file's unwind
+ * table is not loaded yet (a process's first samples, a busy loader) or
+ * a frame cannot be walked, and then never meets the evaluation frames
+ * outward: the thread's Python stack (all of it, or the rest from where
+ * the last evaluation frame left it) still names what runs. Nothing when
+ * the thread runs no Python code.
+ */
+__noinline int python_tail(struct ustack *st, const struct bpfs_py_proc *py,
+			   struct py_cursor *c)
+{
+	struct py_emit e = { .st = st, .py = py, .c = c };
+
+	if (!st || !py || !c || c->state == PY_DONE)
+		return 0;
+	if (c->state == PY_FRESH) {
+		c->frame = py_first_frame(py, c);
+		c->now = (__u32)(bpf_ktime_get_ns() >> 20);
+		if (!c->frame)
+			return 0;
+		py_stat(BPFS_PY_STAT_WALKS);
+	}
+	if (!c->frame)
+		return 0;
+	c->pos = st->nr;
+	c->stop = 0;
+	c->tail = 1;
+	bpf_loop(BPFS_PY_MAX_FRAMES, py_frame_step, &e, 0);
+	if (c->pos > st->nr)
+		st->nr = c->pos;
+	py_stat(BPFS_PY_STAT_TAILS);
 	return 0;
 }
 

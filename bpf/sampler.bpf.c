@@ -995,6 +995,8 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 		walk_from(st, regs->ip, regs->bp, regs->sp, use_task_work ? irq_depth : max_depth);
 	}
 	user_walk(&w, proc, false);
+	if (w.py)
+		python_tail(st, w.py, w.pyc);
 	if (CUT(4))
 		return false;
 	/* Tables are used but this process's are not loaded yet (its first

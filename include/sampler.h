@@ -61,9 +61,8 @@ struct sampler_opts {
 	unsigned int stack_entries;
 	unsigned int stack_id_bits;	 /* testing aid: 0 = full 64-bit ids */
 	unsigned int ring_size;		 /* bytes per CPU, a power of 2 */
-	bool python;			 /* walk CPython frames (needs the
-					  * unwind tables: not with --unwind
-					  * fp; features__has_python_walk) */
+	bool python;			 /* walk CPython frames
+					  * (features__has_python_walk) */
 	sampler_record_fn on_record;	 /* may be NULL */
 	void *ctx;
 };
@@ -125,7 +124,7 @@ int sampler__poll(struct sampler *s, int timeout_ms);
  * fp. */
 int sampler__unwind_maps(struct sampler *s, int *rows_fd, int *procs_fd);
 /* The BPF map of CPython processes (python_abi.h), or -ENOENT when Python
- * frames are not walked (--no-python, --unwind fp, a kernel without). */
+ * frames are not walked (--no-python, a kernel without). */
 int sampler__python_map(struct sampler *s, int *procs_fd);
 /* The BPF side's Python counters (enum bpfs_py_stat), summed over CPUs. */
 int sampler__python_stats(struct sampler *s, uint64_t out[BPFS_PY_STAT_NR]);

@@ -59,6 +59,8 @@ enum bpfs_py_stat {
 	BPFS_PY_STAT_CODE_RECS,	  /* code object records sent */
 	BPFS_PY_STAT_CODE_UNSENT, /* of which not reserved (ring full): the
 				   * next miss sends it again */
+	BPFS_PY_STAT_TAILS,	  /* samples whose Python frames the native walk
+				   * did not reach, put outward of its last frame */
 	BPFS_PY_STAT_NR,
 };
 

@@ -188,8 +188,9 @@ static int configure(struct sampler *s)
 		       s->keep_fail_after, s->keep_fail_after);
 	}
 	skel->rodata->unwind_mode = o->unwind;
-	skel->rodata->use_python = o->python && o->unwind != BPFS_UNWIND_FP &&
-				   features__has_python_walk();
+	/* with --unwind fp the Python frames go outward of the native ones
+	 * (python_tail): a frame-pointer walk never reaches the interpreter */
+	skel->rodata->use_python = o->python && features__has_python_walk();
 	if (o->stack_id_bits && o->stack_id_bits < 64)
 		skel->rodata->stack_id_mask = (1ULL << o->stack_id_bits) - 1;
 

@@ -172,6 +172,8 @@ static size_t cut_unmapped(struct build_ctx *c, const struct bpfs_count_key *k, 
 	if (!(k->flags & BPFS_F_USTACK_UNCHECKED))
 		return nr;
 	for (size_t i = 1; i < nr; i++) {
+		if (BPFS_PY_IS_FRAME(c->ips[i]))
+			return nr; /* BPF's Python frames: the native walk ended before */
 		symbolizer__user(c->sym, k->pid, k->map_gen, c->ips[i], true, &f);
 		if (f.kind == SYM_UNMAPPED) {
 			*cut = true;

@@ -40,10 +40,12 @@ def encode(deadline):
 
 
 def main():
-    seconds = float(sys.argv[1])
-    deadline = time.process_time() + seconds if seconds > 0 else float("inf")
     if os.environ.get("PYSHARES_READY"):
         open(os.environ["PYSHARES_READY"], "w").close()
+    while os.environ.get("PYSHARES_GO") and not os.path.exists(os.environ["PYSHARES_GO"]):
+        time.sleep(0.01)
+    seconds = float(sys.argv[1])
+    deadline = time.process_time() + seconds if seconds > 0 else float("inf")
     if len(sys.argv) > 2 and sys.argv[2] == "json":
         encode(deadline)
     else:

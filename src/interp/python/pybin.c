@@ -156,7 +156,7 @@ static int from_elf(Elf *elf, struct pybin *b)
 	    f.have[S_CODE_TYPE]) {
 		b->major = 2; /* 2.7: recognised, not walked */
 		b->minor = 7;
-		return 0;
+		return exec_segment(elf, b) ? 0 : -ENOENT;
 	}
 	if (!f.have[S_EVAL] || !f.have[S_CODE_TYPE] || !exec_segment(elf, b))
 		return -ENOENT;

@@ -411,7 +411,7 @@ int pyreg__start(struct sampler *s, struct symbolizer *sym, struct pyreg **out)
 
 	*out = NULL;
 	if (sampler__python_map(s, &fd))
-		return 0; /* not walked: --no-python, --unwind fp, an older kernel */
+		return 0; /* not walked: --no-python, an older kernel */
 	err = pyreg__new(fd, out);
 	if (err) {
 		p_err("cannot set up the names of Python frames: %s; try --no-python",
