@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# --off-cpu (issue 26): the time threads spend off the CPU, by the stack
+# they left it with, against a workload that measures its own waits
+# (tests/workloads/offwait.c). The machine is shared and busy: the checks
+# compare the profile with what the workload measured, never with an idle
+# machine's numbers, and their margins say what they allow.
+source "$(dirname "$0")/lib.sh"
+require_root
+
+OW=$W/offwait
+[ -x "$OW" ] || { fail "offwait workload built" "run make workloads"; exit 0; }
+
+# ns_matching FILE REGEX: nanoseconds of the lines matching, in seconds.
+secs_matching() { samples_matching "$1" "$2" | awk '{ printf "%.6f", $1 / 1e9 }'; }
+truth() { awk -v k="$2" '$1 == "truth" { for (i = 2; i < NF; i++) if ($i == k) print $(i + 1) }' "$1"; }
+balanced() {
+	if grep -q 'off-CPU accounting: .*; balanced$' "$2"; then
+		pass "$1: every switch-out and every block accounted for"
+	else
+		fail "$1: accounting" "$(grep 'off-CPU' "$2")"
+	fi
+}
+# rel_within NAME GOT EXPECTED FRACTION: |got - expected| <= fraction * expected.
+rel_within() {
+	within "$1" "$2" "$3" "$(awk -v e="$3" -v f="$4" 'BEGIN { printf "%.6f", e * f }')"
+}
+
+# 1. -- command: napper sleeps 30 ms after each 10 ms burn, reader blocks
+# in read() for its whole life. Every block of the command starts and
+# ends inside the run, so the profile must hold what the workload measured
+# (10%: the workload's own clock reads sit just outside the system call).
+"$BPFS" --off-cpu -v -d 30 -o "$TMP/s-%e.folded" -- "$OW" sleep 4 >"$TMP/s.out" 2>"$TMP/s.err"
+rc=$?
+off=$TMP/s-offcpu-time.folded
+cpu=$TMP/s-cpu-clock.folded
+if [ $rc -ne 0 ] || [ ! -s "$off" ] || [ ! -s "$cpu" ]; then
+	fail "--off-cpu -- command writes p-cpu-clock and p-offcpu-time" "exit $rc: $(tail -3 "$TMP/s.err")"
+else
+	pass "--off-cpu -- command writes p-cpu-clock and p-offcpu-time"
+	life=$(truth "$TMP/s.out" napper_life_s)
+	slept=$(truth "$TMP/s.out" napper_sleep_s)
+	blocked=$(truth "$TMP/s.out" reader_blocked_s)
+	# kernel part through the scheduler, user part through the caller
+	sleep_re='^napper;[[]off-cpu: waiting[]];.*;napper;nap_sleep;.*do_nanosleep;schedule;__schedule$'
+	read_re='^reader;[[]off-cpu: waiting[]];.*;reader;blocked_read;.*vfs_read;.*schedule;__schedule$'
+	got=$(secs_matching "$off" "$sleep_re")
+	rel_within "sleeping stack holds the workload's sleep ($slept s of $life s)" "$got" "$slept" 0.10
+	# the issue's 75% +- 7.5: of the workload's own share, which a busy
+	# machine lowers by stretching the burns
+	share=$(awk -v g="$got" -v l="$life" 'BEGIN { printf "%.4f", g / l }')
+	truth_share=$(awk -v s="$slept" -v l="$life" 'BEGIN { printf "%.4f", s / l }')
+	within "sleeping stack's share of the napper's life ($truth_share measured)" "$share" \
+		"$truth_share" 0.075
+	got=$(secs_matching "$off" "$read_re")
+	rel_within "blocked read() stack holds the reader's life ($blocked s)" "$got" "$blocked" 0.10
+	# the CPU profile: the napper's samples are its burn
+	burn=$(samples_matching "$cpu" '^napper;.*;nap_burn(;|$)')
+	all=$(samples_matching "$cpu" '^napper;')
+	if [ "$all" -gt 20 ] && [ $((burn * 100)) -ge $((all * 80)) ]; then
+		pass "CPU profile puts the napper in nap_burn ($burn of $all samples)"
+	else
+		fail "CPU profile puts the napper in nap_burn" "$burn of $all"
+	fi
+	# the burns are preempted on a busy machine, never the sleep
+	if ! grep -q '^napper;\[off-cpu: preempted\];.*nap_sleep' "$off" &&
+		! grep -q '^napper;\[off-cpu: waiting\];.*nap_burn;' "$off"; then
+		pass "waits and preemption told apart"
+	else
+		fail "waits and preemption told apart" "$(grep -E 'preempted.*nap_sleep|waiting.*nap_burn' "$off" | head -2)"
+	fi
+	balanced "-- command" "$TMP/s.err"
+fi
+
+# 2. -p on a process started before the run: the reader has been blocked
+# since before it, the kernel stack it sleeps in is found at the start, and
+# it is counted from the start to the end: the whole window (10%). The
+# kernel gives a sleeping task's stack from its caller of schedule() on.
+"$OW" sleep 60 >"$TMP/p.out" &
+pid=$!
+sleep 1
+reader=$(awk '$1 == "reader" { print $2 }' "$TMP/p.out")
+"$BPFS" --off-cpu -v -d 2 -p "$pid" -o "$TMP/p-%e.folded" 2>"$TMP/p.err"
+rc=$?
+off=$TMP/p-offcpu-time.folded
+window=$(grep -oE 'off-CPU \([a-z_]+, [0-9.]+ s window' "$TMP/p.err" | grep -oE '[0-9.]+ s' | grep -oE '[0-9.]+')
+before_re='^reader;[[]off-cpu: waiting[]];[[]off-cpu: since before the run: user stack not taken[]];.*ksys_read;vfs_read(;.*)?$'
+got=$(secs_matching "$off" "$before_re")
+if [ $rc -eq 0 ] && [ -n "$window" ]; then
+	rel_within "-p: a thread blocked since before the run counts from the start ($window s window)" \
+		"$got" "$window" 0.10
+else
+	fail "-p run" "exit $rc: $(tail -3 "$TMP/p.err")"
+fi
+foreign=$(awk -F';' '$1 != "napper" && $1 != "reader" && $1 != "offwait"' "$off" | wc -l)
+[ "$foreign" -eq 0 ] && pass "-p: only the process's threads" ||
+	fail "-p: only the process's threads" "$(awk -F';' '$1 != "napper" && $1 != "reader"' "$off" | head -2)"
+balanced "-p" "$TMP/p.err"
+
+# 3. -t: that thread only.
+"$BPFS" --off-cpu -d 1 -t "$reader" -o "$TMP/t-%e.folded" 2>"$TMP/t.err"
+rc=$?
+others=$(grep -vc '^reader;' "$TMP/t-offcpu-time.folded")
+if [ $rc -eq 0 ] && [ "$others" -eq 0 ] && grep -q '^reader;.*anon_pipe_read' "$TMP/t-offcpu-time.folded"; then
+	pass "-t: only that thread"
+else
+	fail "-t: only that thread" "exit $rc, $others other lines"
+fi
+
+# 4. System-wide: our reader among everything else, through the raw
+# tracepoint fallback this time (BPFS_DEBUG_OFFCPU_RAW_TP), which must
+# give the same blocks.
+BPFS_DEBUG_OFFCPU_RAW_TP=1 "$BPFS" --off-cpu -v -d 1 -o "$TMP/a-%e.folded" 2>"$TMP/a.err"
+rc=$?
+off=$TMP/a-offcpu-time.folded
+comms=$(cut -d';' -f1 "$off" | sort -u | wc -l)
+if [ $rc -eq 0 ] && grep -q 'off-CPU (raw_tp' "$TMP/a.err" && grep -q '^reader;.*anon_pipe_read' "$off" &&
+	[ "$comms" -gt 3 ]; then
+	pass "system-wide through raw_tp: $comms threads' names, the reader among them"
+else
+	fail "system-wide through raw_tp" "exit $rc, $comms names: $(grep 'off-CPU' "$TMP/a.err")"
+fi
+balanced "system-wide" "$TMP/a.err"
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+
+# 5. A lock convoy: 4 threads take one mutex and hold it 2 ms; the others
+# wait in the kernel under take_lock. Of the convoy's waiting time, most
+# is there (the rest: the odd sleep in the holder, start-up).
+"$BPFS" --off-cpu -d 30 -o "$TMP/c-%e.folded" -- "$OW" convoy 3 4 >/dev/null 2>"$TMP/c.err"
+rc=$?
+off=$TMP/c-offcpu-time.folded
+lock=$(samples_matching "$off" '^convoy;[[]off-cpu: waiting[]];.*;convoy;take_lock;.*futex')
+waits=$(samples_matching "$off" '^convoy;[[]off-cpu: waiting[]];')
+if [ $rc -eq 0 ] && [ "$waits" -gt 0 ] && [ $((lock * 100)) -ge $((waits * 80)) ]; then
+	pass "lock convoy: the wait is under take_lock ($((lock / 1000000)) of $((waits / 1000000)) ms)"
+else
+	fail "lock convoy: the wait is under take_lock" "exit $rc, $lock of $waits ns"
+fi
+
+# 6. exec during a block: the reader blocks in the first image, which
+# execs after 1 s; the exec ends the block (the kernel wakes and kills the
+# other threads), named after the first image's stack; the second image's
+# threads follow. Nothing is left unaccounted.
+"$BPFS" --off-cpu -v -d 30 -o "$TMP/e-%e.folded" -- "$OW" execwait 2 >"$TMP/e.out" 2>"$TMP/e.err"
+rc=$?
+off=$TMP/e-offcpu-time.folded
+first=$(secs_matching "$off" '^reader;[[]off-cpu: waiting[]];.*;reader;blocked_read;')
+if [ $rc -eq 0 ] && [ "$(grep -c '^reader ' "$TMP/e.out")" -eq 2 ] &&
+	awk -v g="$first" 'BEGIN { exit !(g >= 0.9 * 2) }' && grep -q '^napper;' "$off"; then
+	pass "exec during a block: both images' blocks ($first s in read() over two readers)"
+else
+	fail "exec during a block" "exit $rc, $first s: $(head -3 "$TMP/e.out")"
+fi
+balanced "exec" "$TMP/e.err"
+
+# Nothing left behind.
+if bpftool prog show 2>/dev/null | grep -qE ' name (off_switch|off_switch_raw|off_before|off_end) '; then
+	fail "no off-CPU program left loaded"
+else
+	pass "no off-CPU program left loaded"
+fi
