@@ -131,7 +131,7 @@ static __always_inline void off_user_stack(struct task_struct *task, struct bpfs
 	user_walk(&w, proc, false);
 	user_walk_unchecked(st, proc);
 	user_walk_marks(st, &key->flags);
-	key->ustack_id = store_walk(st, seg, true);
+	key->ustack_id = store_walk(st, seg, 0, true);
 }
 
 /* Both stacks of the thread switching out (current), into key. A stack
@@ -340,7 +340,7 @@ int off_before(struct bpf_iter__task *ctx)
 	if (n > 0) {
 		seg->nr = n / sizeof(__u64);
 		seg->parent = 0;
-		key.kstack_id = store_segment(seg, 0x6b, true);
+		key.kstack_id = store_segment(0, 0x6b, true); /* seg is segscratch's */
 	}
 	start_from_key(&s, &key, bpf_ktime_get_ns());
 	err = bpf_map_update_elem(&offstart, &tid, &s, BPF_NOEXIST);
