@@ -62,6 +62,32 @@ struct {
 	__type(value, struct walk_budget);
 } offbudget SEC(".maps");
 
+/* Each thread's last walked stacks and the user registers and system call
+ * it left the CPU with: once the walk budget is spent, a switch-out with
+ * the same registers, call and kind of wait takes these stacks again (a
+ * thread blocking in one place again and again: a storm) instead of none.
+ * LRU, preallocated; sized as `offstart`. */
+struct off_last {
+	__u64 ip, sp, orig_ax;
+	__u64 kstack_id, ustack_id;
+	__u32 flags; /* the key's, as walked */
+	__u32 pad;
+};
+
+/* One for each kind of wait of a thread: a thread preempted now and then
+ * keeps the stacks of its usual sleep. */
+struct off_last_key {
+	__u32 tid;
+	__u32 kind; /* OFF_KIND bits of the key */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct off_last_key);
+	__type(value, struct off_last);
+} offlast SEC(".maps");
+
 /* Per-CPU counters, not nested on their CPU (the scheduler's path and the
  * iterator run with preemption off): no atomics. */
 static __always_inline void off_add(__u32 which, __u64 n)
@@ -156,6 +182,48 @@ static __always_inline void off_stacks(void *ctx, struct task_struct *task,
 		off_user_stack(task, seg, key);
 }
 
+#define OFF_KIND (BPFS_F_OFF_WAIT | BPFS_F_OFF_PREEMPTED)
+
+static __always_inline void remember_stacks(struct task_struct *task,
+					    const struct bpfs_count_key *key)
+{
+	struct off_last_key k = { key->tid, key->flags & OFF_KIND };
+	struct pt_regs *regs;
+	struct off_last l = {};
+
+	if (!task->mm)
+		return;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	l.ip = regs->ip;
+	l.sp = regs->sp;
+	l.orig_ax = regs->orig_ax;
+	l.kstack_id = key->kstack_id;
+	l.ustack_id = key->ustack_id;
+	l.flags = key->flags;
+	bpf_map_update_elem(&offlast, &k, &l, BPF_ANY);
+}
+
+/* The thread's last stacks, when it leaves from where it left then. */
+static __always_inline bool reuse_stacks(struct task_struct *task, struct bpfs_count_key *key)
+{
+	struct off_last_key k = { key->tid, key->flags & OFF_KIND };
+	struct off_last *l;
+	struct pt_regs *regs;
+
+	if (!task->mm)
+		return false;
+	l = bpf_map_lookup_elem(&offlast, &k);
+	if (!l)
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (l->ip != regs->ip || l->sp != regs->sp || l->orig_ax != regs->orig_ax)
+		return false;
+	key->kstack_id = l->kstack_id;
+	key->ustack_id = l->ustack_id;
+	key->flags = l->flags;
+	return true;
+}
+
 static __always_inline void start_from_key(struct bpfs_off_start *s,
 					   const struct bpfs_count_key *k, __u64 t)
 {
@@ -206,6 +274,9 @@ static __always_inline void switch_out(void *ctx, bool preempt)
 	announce_process(&key);
 	if (walk_allowed(now)) {
 		off_stacks(ctx, task, &key);
+		remember_stacks(task, &key);
+	} else if (reuse_stacks(task, &key)) {
+		off_add(BPFS_OFF_OUT_REUSED, 1);
 	} else {
 		key.flags |= BPFS_F_OFF_NOWALK;
 		off_add(BPFS_OFF_OUT_NOWALK, 1);

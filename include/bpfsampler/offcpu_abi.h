@@ -51,6 +51,9 @@ enum bpfs_off_stat {
 	BPFS_OFF_OUT_STARTED,	   /* a block started (in `offstart`) */
 	BPFS_OFF_OUT_LOST_FULL,	   /* `offstart` full (--off-cpu-threads) */
 	BPFS_OFF_OUT_NOWALK,	   /* started without stacks: walk budget */
+	BPFS_OFF_OUT_REUSED,	   /* started with the thread's last stacks: walk
+				    * budget spent, same user registers, system
+				    * call and kind of wait as then */
 	BPFS_OFF_OUT_REPLACED,	   /* started over a start never ended (one the
 				    * start's iterator made as the thread was
 				    * being switched in): that one is dropped */

@@ -165,6 +165,8 @@ static int configure(struct offcpu *oc, const struct offcpu_opts *o)
 	oc->raw_tp = !has_tp_btf();
 	err = bpf_map__set_max_entries(skel->maps.offstart, o->threads);
 	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.offlast, 2 * o->threads);
+	if (!err)
 		err = bpf_program__set_autoload(skel->progs.off_switch, !oc->raw_tp);
 	if (!err)
 		err = bpf_program__set_autoload(skel->progs.off_switch_raw, oc->raw_tp);
@@ -364,9 +366,12 @@ void offcpu__summary(FILE *f, const struct offcpu_stats *st, bool verbose)
 		(unsigned long long)v[BPFS_OFF_END], v[BPFS_OFF_END_NS] / 1e9,
 		(unsigned long long)v[BPFS_OFF_IN_SHORT], v[BPFS_OFF_IN_SHORT_NS] / 1e9,
 		(unsigned long long)v[BPFS_OFF_BEFORE]);
-	if (v[BPFS_OFF_OUT_NOWALK])
-		fprintf(f, "  off-CPU: %llu blocks without a stack (the walk budget was spent: "
-			"raise --off-cpu-walks)\n", (unsigned long long)v[BPFS_OFF_OUT_NOWALK]);
+	if (v[BPFS_OFF_OUT_NOWALK] || v[BPFS_OFF_OUT_REUSED])
+		fprintf(f, "  off-CPU: the walk budget (--off-cpu-walks) was spent: %llu blocks "
+			"took their thread's last stacks (same registers, system call and kind "
+			"of wait), %llu have none (raise --off-cpu-walks)\n",
+			(unsigned long long)v[BPFS_OFF_OUT_REUSED],
+			(unsigned long long)v[BPFS_OFF_OUT_NOWALK]);
 	if (v[BPFS_OFF_OUT_LOST_FULL] || v[BPFS_OFF_BEFORE_LOST])
 		fprintf(f, "  off-CPU: %llu blocks lost, their start not kept (too many threads "
 			"off the CPU at once: raise --off-cpu-threads)\n",

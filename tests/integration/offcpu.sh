@@ -61,12 +61,13 @@ else
 	else
 		fail "CPU profile puts the napper in nap_burn" "$burn of $all"
 	fi
-	# the burns are preempted on a busy machine, never the sleep
-	if ! grep -q '^napper;\[off-cpu: preempted\];.*nap_sleep' "$off" &&
+	# the burns are preempted on a busy machine (and the odd return from
+	# the sleep), never the sleep itself; the burn never waits
+	if ! grep -q '^napper;\[off-cpu: preempted\];.*do_nanosleep' "$off" &&
 		! grep -q '^napper;\[off-cpu: waiting\];.*nap_burn;' "$off"; then
 		pass "waits and preemption told apart"
 	else
-		fail "waits and preemption told apart" "$(grep -E 'preempted.*nap_sleep|waiting.*nap_burn' "$off" | head -2)"
+		fail "waits and preemption told apart" "$(grep -E 'preempted.*do_nanosleep|waiting.*nap_burn' "$off" | head -2)"
 	fi
 	balanced "-- command" "$TMP/s.err"
 fi
@@ -140,18 +141,82 @@ fi
 # 6. exec during a block: the reader blocks in the first image, which
 # execs after 1 s; the exec ends the block (the kernel wakes and kills the
 # other threads), named after the first image's stack; the second image's
-# threads follow. Nothing is left unaccounted.
-"$BPFS" --off-cpu -v -d 30 -o "$TMP/e-%e.folded" -- "$OW" execwait 2 >"$TMP/e.out" 2>"$TMP/e.err"
+# threads follow. Per thread (--format samples has the tids): the first
+# reader's block lasts from its start to the exec (most of the 1 s), the
+# second's what that image measured (10%).
+"$BPFS" --off-cpu -v -d 30 --format samples,folded -o "$TMP/e-%e.%f" -- "$OW" execwait 2 \
+	>"$TMP/e.out" 2>"$TMP/e.err"
 rc=$?
-off=$TMP/e-offcpu-time.folded
-first=$(secs_matching "$off" '^reader;[[]off-cpu: waiting[]];.*;reader;blocked_read;')
-if [ $rc -eq 0 ] && [ "$(grep -c '^reader ' "$TMP/e.out")" -eq 2 ] &&
-	awk -v g="$first" 'BEGIN { exit !(g >= 0.9 * 2) }' && grep -q '^napper;' "$off"; then
-	pass "exec during a block: both images' blocks ($first s in read() over two readers)"
+smp=$TMP/e-offcpu-time.samples
+r1=$(awk '$1 == "reader" { print $2; exit }' "$TMP/e.out")
+r2=$(awk '$1 == "reader" { n++; if (n == 2) print $2 }' "$TMP/e.out")
+tid_read() { awk -v t="$1" '$4 == t && /;blocked_read;/ { s += $5 } END { printf "%.6f", s / 1e9 }' "$smp"; }
+first=$(tid_read "$r1")
+if [ $rc -eq 0 ] && [ -n "$r2" ] && awk -v g="$first" 'BEGIN { exit !(g >= 0.7 && g <= 1.1) }' &&
+	grep -q '^napper;' "$TMP/e-offcpu-time.folded"; then
+	pass "exec during a block: the first image's reader blocked $first s, up to its exec"
 else
 	fail "exec during a block" "exit $rc, $first s: $(head -3 "$TMP/e.out")"
 fi
+rel_within "exec: the second image's reader as it measured" "$(tid_read "$r2")" \
+	"$(truth "$TMP/e.out" reader_blocked_s)" 0.10
 balanced "exec" "$TMP/e.err"
+
+# 7. --off-cpu-min: blocks shorter are left out of the profile, counted in
+# the summary; --format samples shows each block with its start and length,
+# so none may be shorter. The 30 ms sleeps all stay.
+"$BPFS" --off-cpu --off-cpu-min 20ms -v -d 30 --format samples,folded -o "$TMP/m-%e.%f" \
+	-- "$OW" sleep 2 >"$TMP/m.out" 2>"$TMP/m.err"
+rc=$?
+smp=$TMP/m-offcpu-time.samples
+shortest=$(awk '$6 == "offcpu-time" { print $5 }' "$smp" | sort -n | head -1)
+left=$(grep -oE '[0-9]+ shorter than --off-cpu-min left out' "$TMP/m.err" | grep -oE '^[0-9]+')
+if [ $rc -eq 0 ] && [ -n "$shortest" ] && [ "$shortest" -ge 20000000 ] && [ "${left:-0}" -gt 0 ]; then
+	pass "--off-cpu-min 20ms: no block under 20 ms in the samples, $left shorter ones counted apart"
+else
+	fail "--off-cpu-min 20ms" "exit $rc, shortest $shortest ns, $left left out"
+fi
+got=$(awk '$6 == "offcpu-time" && /;nap_sleep;/ { s += $5 } END { printf "%.6f", s / 1e9 }' "$smp")
+rel_within "--format samples: the sleeps' blocks add up to the workload's" "$got" \
+	"$(truth "$TMP/m.out" napper_sleep_s)" 0.10
+if [ "$(total "$TMP/m-offcpu-time.folded")" = "$(awk '$6 == "offcpu-time" { s += $5 } END { print s + 0 }' "$smp")" ]; then
+	pass "samples and folded hold the same nanoseconds"
+else
+	fail "samples and folded hold the same nanoseconds"
+fi
+balanced "--off-cpu-min" "$TMP/m.err"
+
+# 8. A context-switch storm (two threads ping-ponging a byte, ~100k
+# switches a second here) under a small walk budget: every block is still
+# counted (the blocks equal the workload's switches, give or take the
+# start and end), most take their thread's last stacks, the run ends on
+# time and memory stays bounded. The 30 s storm is the bench's
+# (tools/bench offcpu).
+/usr/bin/time -f '%M %e' -o "$TMP/st.time" "$BPFS" --off-cpu --off-cpu-walks 100 -v -d 30 \
+	-o "$TMP/st-%e.folded" -- "$OW" pingpong 5 >"$TMP/st.out" 2>"$TMP/st.err"
+rc=$?
+switches=$(awk '$1 == "switches" { print $2 }' "$TMP/st.out")
+blocks=$(grep -oE '\): [0-9]+ blocks counted' "$TMP/st.err" | grep -oE '[0-9]+')
+pp=$(samples_matching "$TMP/st-offcpu-time.folded" '^(ping|pong);')
+read -r rss wall <"$TMP/st.time"
+if [ $rc -eq 0 ] && [ -n "$switches" ] && [ "${blocks:-0}" -ge "$switches" ]; then
+	pass "storm: $blocks blocks counted for the workload's $switches switches"
+else
+	fail "storm: every block counted" "exit $rc, $blocks blocks, $switches switches"
+fi
+reused=$(grep -oE '[0-9]+ blocks took their thread' "$TMP/st.err" | grep -oE '^[0-9]+')
+nostack=$(samples_matching "$TMP/st-offcpu-time.folded" 'stack not taken')
+if [ "${reused:-0}" -gt 0 ] && [ $((nostack * 4)) -le "$pp" ]; then
+	pass "storm: past the budget blocks take their thread's last stacks ($reused; $((nostack * 100 / (pp + 1)))% of the time without one)"
+else
+	fail "storm: stacks reused past the budget" "$reused reused, $nostack of $pp ns without a stack"
+fi
+balanced "storm" "$TMP/st.err"
+# 5 s of command; start-up and exit under load take a few seconds here
+awk -v w="$wall" 'BEGIN { exit !(w < 15) }' && pass "storm: the run ends on time (${wall} s)" ||
+	fail "storm: the run ends on time" "${wall} s"
+[ "$rss" -lt 200000 ] && pass "storm: memory bounded (${rss} KB resident)" ||
+	fail "storm: memory bounded" "${rss} KB"
 
 # Nothing left behind.
 if bpftool prog show 2>/dev/null | grep -qE ' name (off_switch|off_switch_raw|off_before|off_end) '; then

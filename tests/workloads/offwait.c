@@ -8,6 +8,9 @@
  * offwait convoy SECONDS N: N threads named "convoy" take one mutex in
  * take_lock, hold it for 2 ms of wall time in hold_lock, and release it;
  * the others wait in the kernel (futex) meanwhile.
+ * offwait pingpong SECONDS: two threads "ping" and "pong" pass a byte back
+ * and forth over two pipes as fast as they can (a context-switch storm,
+ * as perf bench sched pipe), then print "switches N" (round trips x 2).
  * offwait execwait SECONDS: the reader as above, and after SECONDS/2 the
  * main thread execs "offwait sleep SECONDS/2" (the reader's block ends by
  * the exec).
@@ -36,7 +39,8 @@
 
 #include "burn.h"
 
-#define USAGE "offwait sleep SECONDS | offwait convoy SECONDS N | offwait execwait SECONDS"
+#define USAGE "offwait sleep SECONDS | offwait convoy SECONDS N | offwait execwait SECONDS | " \
+	      "offwait pingpong SECONDS"
 
 static int pipe_fds[2];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -114,6 +118,38 @@ __attribute__((noinline)) void *convoy(void *arg)
 	return arg;
 }
 
+static int ping_fds[2], pong_fds[2];
+static volatile unsigned long round_trips;
+
+__attribute__((noinline)) void *pong(void *arg)
+{
+	char c;
+
+	announce("pong");
+	while (read(ping_fds[0], &c, 1) == 1 && write(pong_fds[1], &c, 1) == 1)
+		;
+	return arg;
+}
+
+static int pingpong(void)
+{
+	pthread_t t;
+	char c = 0;
+
+	if (pipe(ping_fds) || pipe(pong_fds) || pthread_create(&t, NULL, pong, NULL))
+		return 1;
+	announce("ping");
+	while (now_s(CLOCK_MONOTONIC) < end_time) {
+		for (int i = 0; i < 100; i++) {
+			if (write(ping_fds[1], &c, 1) != 1 || read(pong_fds[0], &c, 1) != 1)
+				return 1;
+		}
+		round_trips += 100;
+	}
+	printf("switches %lu\n", round_trips * 2);
+	return 0;
+}
+
 static void start(void *(*fn)(void *))
 {
 	pthread_t t;
@@ -146,6 +182,8 @@ int main(int argc, char **argv)
 			pthread_join(t[i], NULL);
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "pingpong"))
+		return pingpong();
 	if (pipe(pipe_fds))
 		return 1;
 	if (argc > 1 && !strcmp(argv[1], "execwait")) {
