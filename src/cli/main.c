@@ -29,6 +29,7 @@
 #include "ehframe.h"
 #include "events.h"
 #include "offcpu.h"
+#include "wallclock.h"
 #include "features.h"
 #include "folded.h"
 #include "log.h"
@@ -176,6 +177,7 @@ struct run {
 	struct unwinder *uw;	/* NULL with --unwind fp */
 	struct offcpu *oc;	/* --off-cpu */
 	struct offcpu_stats ost;
+	struct wallclock *wall;	/* --off-cpu: each thread's on + off-CPU time */
 	struct sampler_stats st;
 	struct report_stats rs; /* summed over events */
 	size_t lines;		/* folded lines, summed over events */
@@ -705,6 +707,9 @@ static int report_events(struct run *r)
 			add_stats(&r->rs, &rs);
 			r->lines += folded_lines(p, o->annotate, o->inlines);
 		}
+		if (!err && r->wall && (o->events.v[ev].timer || o->events.v[ev].offcpu) &&
+		    wallclock__add(r->wall, p, o->events.v[ev].offcpu) == -ENOMEM)
+			p_warn("no memory for the wall clock by thread: its table is partial");
 		profile__free(timed);
 		profile__free(p);
 	}
@@ -801,6 +806,8 @@ static void print_summary(const struct run *r)
 	print_unwind(r);
 	if (r->oc)
 		offcpu__summary(stderr, &r->ost, o->verbose > 0);
+	if (r->wall)
+		wallclock__print(stderr, r->wall, r->ost.window_ns, o->verbose ? 50 : 10);
 	/* The kernel lowers the sysctl itself when sampling interrupts run
 	 * long ("perf: interrupt took too long"), and throttles every event
 	 * above the new limit from then on. */
@@ -889,6 +896,8 @@ static int run_setup(struct run *r)
 		err = sampler__add_filter(r->s, command__pid(r->cmd), true);
 	if (!err && o->unwind != BPFS_UNWIND_FP)
 		err = unwinder__start(r->s, r->sym, o->unwind_rows, o->unwind_keep, &r->uw);
+	if (!err && o->off_cpu)
+		err = wallclock__new(&r->wall);
 	if (!err && o->off_cpu)
 		err = offcpu__new(r->s, &(struct offcpu_opts){
 					  .event = o->events.nr - 1, /* added last (opts.c) */
@@ -1028,6 +1037,7 @@ out:
 		profile__free(r.folded[ev]);
 	unwinder__free(r.uw);
 	offcpu__free(r.oc);
+	wallclock__free(r.wall);
 	if (stopper_on)
 		stopper_leave_sampler();
 	sampler__free(r.s);

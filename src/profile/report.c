@@ -649,9 +649,12 @@ void report__event_summary(FILE *f, const char *name, const struct sampler_stats
 
 	for (int i = BPFS_STAT_LOST_COUNTS_FULL; i <= BPFS_STAT_LOST_RING_FULL; i++)
 		lost += v[i];
-	fprintf(f, "  event %s: %" PRIu64 " samples taken, kept %" PRIu64 ", lost %" PRIu64
-		"; counting %.2f s of %.2f s enabled (CPUs summed)", name, v[BPFS_STAT_TAKEN], kept,
-		lost, es->running_ns / 1e9, es->enabled_ns / 1e9);
+	fprintf(f, "  event %s: %" PRIu64 " samples taken, kept %" PRIu64 ", lost %" PRIu64, name,
+		v[BPFS_STAT_TAKEN], kept, lost);
+	/* offcpu-time has no perf event: no times to show */
+	if (es->enabled_ns)
+		fprintf(f, "; counting %.2f s of %.2f s enabled (CPUs summed)",
+			es->running_ns / 1e9, es->enabled_ns / 1e9);
 	if (es->running_ns && es->running_ns < es->enabled_ns)
 		fprintf(f, ": multiplexed with other events, %.0f%% of the time; %s",
 			100.0 * es->running_ns / es->enabled_ns,

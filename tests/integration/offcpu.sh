@@ -70,6 +70,12 @@ else
 		fail "waits and preemption told apart" "$(grep -E 'preempted.*do_nanosleep|waiting.*nap_burn' "$off" | head -2)"
 	fi
 	balanced "-- command" "$TMP/s.err"
+	# the summary's wall clock: the napper's on-CPU and off-CPU time add up
+	# to its life (10%: cpu-clock samples are 0.25 ms apart, and missed
+	# ones under load count nowhere)
+	wall=$(awk '$3 == "napper" && $4 == "on-CPU" { print $12 }' "$TMP/s.err")
+	rel_within "wall clock by thread: napper's on + off-CPU is its life ($life s)" \
+		"${wall:-0}" "$life" 0.10
 fi
 
 # 2. -p on a process started before the run: the reader has been blocked
@@ -97,8 +103,8 @@ foreign=$(awk -F';' '$1 != "napper" && $1 != "reader" && $1 != "offwait"' "$off"
 	fail "-p: only the process's threads" "$(awk -F';' '$1 != "napper" && $1 != "reader"' "$off" | head -2)"
 balanced "-p" "$TMP/p.err"
 
-# 3. -t: that thread only.
-"$BPFS" --off-cpu -d 1 -t "$reader" -o "$TMP/t-%e.folded" 2>"$TMP/t.err"
+# 3. -t: that thread only; and every format shows nanoseconds off the CPU.
+"$BPFS" --off-cpu -d 1 -t "$reader" --format folded,pprof,svg,top -o "$TMP/t-%e.%f" 2>"$TMP/t.err"
 rc=$?
 others=$(grep -vc '^reader;' "$TMP/t-offcpu-time.folded")
 if [ $rc -eq 0 ] && [ "$others" -eq 0 ] && grep -q '^reader;.*anon_pipe_read' "$TMP/t-offcpu-time.folded"; then
@@ -106,6 +112,16 @@ if [ $rc -eq 0 ] && [ "$others" -eq 0 ] && grep -q '^reader;.*anon_pipe_read' "$
 else
 	fail "-t: only that thread" "exit $rc, $others other lines"
 fi
+if timeout 60 go tool pprof -symbolize=none -raw "$TMP/t-offcpu-time.pb.gz" 2>/dev/null |
+	grep -q '^samples/count offcpu/nanoseconds\[dflt\]'; then
+	pass "pprof: sample type offcpu/nanoseconds, the default"
+else
+	fail "pprof: sample type offcpu/nanoseconds, the default"
+fi
+grep -q '^Total: [0-9]* offcpu (nanoseconds), event offcpu-time' "$TMP/t-offcpu-time.top" &&
+	grep -q '<title>all ([0-9,]* ns, 100.00%)</title>' "$TMP/t-offcpu-time.svg" &&
+	pass "top and svg show the nanoseconds" ||
+	fail "top and svg show the nanoseconds" "$(head -1 "$TMP/t-offcpu-time.top")"
 
 # 4. System-wide: our reader among everything else, through the raw
 # tracepoint fallback this time (BPFS_DEBUG_OFFCPU_RAW_TP), which must
