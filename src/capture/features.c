@@ -257,6 +257,8 @@ void features__print(FILE *f)
 	fprintf(f, "kernel BTF:                       %s\n", have_btf() ? "yes" : "no");
 	fprintf(f, "perf events (cpu-clock):          %s\n",
 		probe_perf_events() == 0 ? "yes" : "no");
+	fprintf(f, "task_work completion (6.18):      %s\n",
+		features__has_task_work() ? "yes" : "no (stacks cut by a fault stay marked)");
 	fprintf(f, "mapping changes (mmap2, exec):    %s\n",
 		features__has_mmap_tracking()
 			? "yes"
