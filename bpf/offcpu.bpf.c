@@ -175,7 +175,7 @@ static __always_inline void off_stacks(void *ctx, struct task_struct *task,
 	/* the program and bpf_trace_run4 are the innermost two frames: the
 	 * stack starts in __schedule */
 	if (collect_kernel)
-		take_kernel_stack(ctx, seg, &key->kstack_id, &key->flags, 2);
+		take_kernel_stack(ctx, seg, &key->kstack_id, &key->flags, false, 2);
 	if (!task->mm)
 		key->flags |= BPFS_F_KTHREAD;
 	else if (collect_user)
@@ -271,7 +271,7 @@ static __always_inline void switch_out(void *ctx, bool preempt)
 	*(__u64 *)&key.comm[8] = *(volatile __u64 *)&task->comm[8];
 	if (track_maps)
 		key.map_gen = map_gen_of(pid);
-	announce_process(&key);
+	announce_process(&key, false);
 	if (walk_allowed(now)) {
 		off_stacks(ctx, task, &key);
 		remember_stacks(task, &key);
@@ -309,13 +309,13 @@ static __always_inline void count_block(const struct bpfs_off_start *s, __u32 ti
 	__builtin_memcpy(key.comm, s->comm, sizeof(key.comm));
 	stat_inc_ev(off_event, BPFS_STAT_TAKEN);
 	if (mode == BPFS_MODE_STREAM) {
-		if (send_sample_at(&key, len, s->t_out))
+		if (send_sample_at(&key, len, s->t_out, false))
 			stat_inc_ev(off_event, BPFS_STAT_STREAMED);
 		else
 			stat_inc_ev(off_event, BPFS_STAT_LOST_RING_FULL);
 		return;
 	}
-	count_sample(&key, len);
+	count_sample(&key, len, false);
 }
 
 /* A block that ended (or the run did) at now: counted unless short. */
