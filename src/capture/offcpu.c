@@ -17,6 +17,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf_features.h"
 #include "log.h"
 #include "offcpu.h"
 #include "sampler.h"
@@ -195,9 +196,19 @@ static int set_cur_event(struct offcpu *oc, uint32_t ev)
 
 int offcpu__new(struct sampler *s, const struct offcpu_opts *o, struct offcpu **out)
 {
-	struct offcpu *oc = calloc(1, sizeof(*oc));
+	struct offcpu *oc;
 	int err;
 
+	/* its walkers and stores are the full sampling program's */
+	if (!bpf_features__full_sampler()) {
+		enum bpf_feature f = bpf_features__first_missing();
+
+		p_err("--off-cpu needs %s (Linux %s), which this kernel lacks: profile without "
+		      "--off-cpu (bpfsampler --version -v lists what the kernel has)",
+		      bpf_features__name(f), bpf_features__since(f));
+		return -EOPNOTSUPP;
+	}
+	oc = calloc(1, sizeof(*oc));
 	if (!oc)
 		return -ENOMEM;
 	oc->shared = sampler__bpf_object(s);
