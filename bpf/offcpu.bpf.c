@@ -336,6 +336,7 @@ static __always_inline void end_block(const struct bpfs_off_start *s, __u32 tid,
 static __always_inline void switch_in(__u32 tid)
 {
 	struct bpfs_off_start *p, s;
+	__u64 now, t;
 
 	if (!tid)
 		return;
@@ -344,10 +345,15 @@ static __always_inline void switch_in(__u32 tid)
 		off_add(BPFS_OFF_IN_UNKNOWN, 1);
 		return;
 	}
+	now = bpf_ktime_get_ns();
+	/* exchanged, not read: a window's cut (off_cut) may move the start
+	 * on another CPU now, and each nanosecond is counted once */
+	t = __sync_lock_test_and_set(&p->t_out, now);
 	s = *p;
+	s.t_out = t;
 	bpf_map_delete_elem(&offstart, &tid);
 	off_add(BPFS_OFF_IN, 1);
-	end_block(&s, tid, bpf_ktime_get_ns());
+	end_block(&s, tid, now);
 }
 
 /* The BTF tracepoint (5.5+): prev is current. */
@@ -449,6 +455,35 @@ int off_end(struct bpf_iter__task *ctx)
 	bpf_map_delete_elem(&offstart, &tid);
 	off_add(BPFS_OFF_END, 1);
 	off_add(BPFS_OFF_END_NS, now > s.t_out ? now - s.t_out : 0);
+	end_block(&s, tid, now);
+	return 0;
+}
+
+/*
+ * The agent's window ends (offcpu__cut): every block still open is counted
+ * up to now and goes on from now, so each window holds the off-CPU time of
+ * its own span (a stream record stamped with the part's start lands in the
+ * window that is closing, the rest in the next). The start is exchanged, as
+ * the switch-in exchanges it.
+ */
+SEC("iter/task")
+int off_cut(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct bpfs_off_start *p, s;
+	__u64 now = bpf_ktime_get_ns(), t;
+	__u32 tid;
+
+	if (!task)
+		return 0;
+	tid = task->pid;
+	p = bpf_map_lookup_elem(&offstart, &tid);
+	if (!p)
+		return 0;
+	t = __sync_lock_test_and_set(&p->t_out, now);
+	s = *p;
+	s.t_out = t;
+	off_add(BPFS_OFF_CUT, 1);
 	end_block(&s, tid, now);
 	return 0;
 }

@@ -45,6 +45,9 @@ int offcpu__start(struct offcpu *oc);
 /* Detaches, then counts every block still open up to now (before the
  * sampler's last drain: in stream mode they are records). */
 int offcpu__stop(struct offcpu *oc);
+/* A window ends (the agent): every block still open is counted up to now
+ * and goes on from now. */
+int offcpu__cut(struct offcpu *oc);
 int offcpu__stats(struct offcpu *oc, struct offcpu_stats *out);
 /* The summary's off-CPU lines, on f; the accounting line when verbose or
  * when it does not balance. */

@@ -39,10 +39,12 @@ struct bpfs_off_start {
 
 /* Counters, per CPU, in the `offstats` array. Every switch-out of a thread
  * lands in exactly one of OUT_IDLE, OUT_FILTERED, OUT_DEAD, OUT_STARTED,
- * OUT_LOST_FULL; every switch-in that finds a start ends it in exactly one
- * of IN_SHORT or IN_COUNTED, and so does every block still open at the end
- * (END); STARTED + BEFORE = IN + END + OUT_REPLACED (the sampler's `stats` buckets of the event say
- * what became of a counted block: kept, spilled or lost). */
+ * OUT_LOST_FULL. Every start ends in one of IN (a switch-in), END (the
+ * run's end), OUT_REPLACED, or is gone at the end (the loader counts it):
+ * STARTED + BEFORE = IN + END + OUT_REPLACED + gone. Every IN, END and CUT
+ * (a window's part of a block) is IN_SHORT or IN_COUNTED; the sampler's
+ * `stats` buckets of the event then say what became of a counted one:
+ * kept, spilled or lost. */
 enum bpfs_off_stat {
 	BPFS_OFF_OUT = 0,	   /* switch-outs seen */
 	BPFS_OFF_OUT_IDLE,	   /* the idle task */
@@ -68,6 +70,9 @@ enum bpfs_off_stat {
 	BPFS_OFF_END,		   /* blocks still open at the end: counted up
 				    * to it, as IN_SHORT or IN_COUNTED */
 	BPFS_OFF_END_NS,	   /* their nanoseconds */
+	BPFS_OFF_CUT,		   /* parts of open blocks counted at a window's
+				    * end (the agent), as IN_SHORT or
+				    * IN_COUNTED; the block goes on */
 	BPFS_OFF_BEFORE,	   /* threads found off the CPU at the start, and
 				    * recorded */
 	BPFS_OFF_BEFORE_LOST,	   /* found, not recorded: `offstart` full */

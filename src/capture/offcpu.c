@@ -326,6 +326,13 @@ int offcpu__stop(struct offcpu *oc)
 	return err;
 }
 
+int offcpu__cut(struct offcpu *oc)
+{
+	if (!oc || oc->stopped)
+		return 0;
+	return run_iter(oc->skel->progs.off_cut, NULL, "the blocks open at the window's end");
+}
+
 int offcpu__stats(struct offcpu *oc, struct offcpu_stats *out)
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -360,8 +367,8 @@ int64_t offcpu__unbalanced(const struct offcpu_stats *st)
 		       v[BPFS_OFF_OUT_DEAD] - v[BPFS_OFF_OUT_STARTED] - v[BPFS_OFF_OUT_LOST_FULL];
 	int64_t blocks = v[BPFS_OFF_OUT_STARTED] + v[BPFS_OFF_BEFORE] - v[BPFS_OFF_IN] -
 			 v[BPFS_OFF_END] - v[BPFS_OFF_OUT_REPLACED] - st->left;
-	int64_t ends = v[BPFS_OFF_IN] + v[BPFS_OFF_END] - v[BPFS_OFF_IN_SHORT] -
-		       v[BPFS_OFF_IN_COUNTED];
+	int64_t ends = v[BPFS_OFF_IN] + v[BPFS_OFF_END] + v[BPFS_OFF_CUT] -
+		       v[BPFS_OFF_IN_SHORT] - v[BPFS_OFF_IN_COUNTED];
 
 	return llabs(outs) + llabs(blocks) + llabs(ends);
 }

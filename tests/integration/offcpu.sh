@@ -234,6 +234,52 @@ awk -v w="$wall" 'BEGIN { exit !(w < 15) }' && pass "storm: the run ends on time
 [ "$rss" -lt 200000 ] && pass "storm: memory bounded (${rss} KB resident)" ||
 	fail "storm: memory bounded" "${rss} KB"
 
+# 9. The agent: offcpu windows beside cpu, pushed once each to the loopback
+# receiver, the open blocks cut at each window's end so each window holds
+# its own span: in a whole 2 s window the reader, blocked throughout, has
+# the window's length (10%: the cut runs a little after the window's end).
+"$OW" sleep 30 >"$TMP/ag.out" &
+pid=$!
+D=$TMP/spool
+mkdir -p "$D"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 "$ROOT/tests/tools/fake_pyroscope.py" --port "$port" --record "$TMP/ag.json" \
+	2>"$TMP/fake.log" &
+server=$!
+sleep 0.5
+"$BPFS" agent --off-cpu --interval 2 -d 7 -F 99 -p "$pid" --output-dir "$D" --app-name oc \
+	--push "http://127.0.0.1:$port" --metrics-file "$TMP/ag.prom" 2>"$TMP/ag.log"
+rc=$?
+kill "$server" "$pid" 2>/dev/null
+wait "$server" "$pid" 2>/dev/null
+verdict=$(python3 - "$TMP/ag.json" <<'PY'
+import json, sys
+rec = [r for r in json.load(open(sys.argv[1])) if r["status"] == 200]
+keys = [(r["name"], r["from"], r["until"]) for r in rec]
+off = [r for r in rec if r["name"].startswith("oc.offcpu{")]
+cpu = [r for r in rec if r["name"].startswith("oc.cpu{")]
+print(len(off), len(cpu), len(keys) - len(set(keys)))
+PY
+)
+read -r noff ncpu dups <<<"$verdict"
+if [ $rc -eq 0 ] && [ "${noff:-0}" -ge 3 ] && [ "${ncpu:-0}" -ge 1 ] && [ "$dups" = 0 ]; then
+	pass "agent: $noff offcpu windows beside $ncpu cpu ones reach the receiver, each once"
+else
+	fail "agent: offcpu windows pushed" "exit $rc, $noff offcpu, $ncpu cpu, $dups duplicates: $(tail -3 "$TMP/ag.log")"
+fi
+# a whole window (from..until 2 s apart, not the first nor the last)
+whole=$(ls "$D"/sent/*.offcpu-time.*.pb.gz 2>/dev/null | sort | sed -n 2p)
+if [ -n "$whole" ] && timeout 60 go tool pprof -symbolize=none -raw "$whole" >"$TMP/ag.raw" 2>/dev/null; then
+	got=$(awk '/^Samples:/ { on = 1; next } on && /^ +[0-9]+ +[0-9]+:/ { v = $2 }
+		on && /comm:\[reader\]/ { s += v } END { printf "%.6f", s / 1e9 }' "$TMP/ag.raw")
+	rel_within "agent: a whole window holds the reader's 2 s blocked, cut at its ends" "$got" 2 0.10
+else
+	fail "agent: a whole offcpu window read by go tool pprof" "$(ls "$D" "$D/sent" | head)"
+fi
+grep -q 'bpfsampler_samples_total{event="offcpu-time"} [1-9]' "$TMP/ag.prom" &&
+	pass "agent: the metrics count the off-CPU blocks" ||
+	fail "agent: the metrics count the off-CPU blocks" "$(grep samples_total "$TMP/ag.prom")"
+
 # Nothing left behind.
 if bpftool prog show 2>/dev/null | grep -qE ' name (off_switch|off_switch_raw|off_before|off_end) '; then
 	fail "no off-CPU program left loaded"
