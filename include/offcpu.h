@@ -21,7 +21,8 @@ struct sampler;
 
 /* Defaults, stated in --help and the man page. */
 #define OFFCPU_DEFAULT_MIN_NS 0ULL	 /* every block counted */
-#define OFFCPU_DEFAULT_WALKS 20000ULL	 /* stack walks a second, all CPUs */
+#define OFFCPU_DEFAULT_WALKS 4000ULL	 /* stack walks a second, all CPUs: at ~5 us
+					  * a walk, 2% of one CPU at most */
 #define OFFCPU_DEFAULT_THREADS 32768U	 /* threads off the CPU at once */
 
 struct offcpu_opts {
