@@ -754,7 +754,8 @@ int opts__parse_ns(const char *s, unsigned long long *out)
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
+	/* digits and one dot only: strtod also takes 0x10, 1e3 and inf */
+	if (errno || !is_decimal(s, end) || !isfinite(v) || v < 0)
 		return -EINVAL;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(end, units[i].suffix))
