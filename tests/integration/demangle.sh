@@ -26,8 +26,9 @@ at_least() {
 RELAX='geo::Grid<double>::relax(int)'
 CHURN='work::churn(int)'
 LAMBDA='work::churn(int)::{lambda(int)#1}::operator()(int) const'
-# the longname workload's function, as nm -C (libiberty too) demangles it
-LONG=$(nm -C "$W/longname" | awk '/ spin_long</ { sub(/^[0-9a-f]+ [A-Za-z] /, ""); print }')
+# the longname workload's function, as nm -C (libiberty too) demangles it,
+# less the return type nm -C prints first and we do not ("double spin_long<")
+LONG=$(nm -C "$W/longname" | awk '/ spin_long</ { sub(/^[0-9a-f]+ [A-Za-z] /, ""); sub(/^double /, ""); print }')
 
 profile "$TMP/cxx.folded" -F 999 -- "$W/cxxwork" 1.5 || fail "cxxwork run" "$(cat "$TMP/cxx.folded.err")"
 at_least "C++: class template method demangled" "$(share "$TMP/cxx.folded" cxxwork "$RELAX")" 0.35
@@ -133,6 +134,10 @@ fi
 # longname workload) in folded, samples, top and pprof; the SVG's tooltip
 # (and title) keep its first 400 characters, then "..".
 if profile "$TMP/long.%f" -F 999 --format folded,samples,top,svg -- "$W/longname" 1; then
+	n=$(samples_matching "$TMP/long.folded" '(^|;)double spin_long<')
+	[ "${LONG:0:10}" = "spin_long<" ] && [ "$n" -eq 0 ] &&
+		pass "long name: no return type in folded" ||
+		fail "long name: no return type in folded" "$n: $(grep -m1 -o '.\{0,20\}spin_long.\{0,40\}' "$TMP/long.folded")"
 	[ "${#LONG}" -gt 3000 ] && [ "$(samples_with "$TMP/long.folded" "$LONG")" -gt 300 ] &&
 		pass "long name: whole in folded (${#LONG} characters)" ||
 		fail "long name: whole in folded (${#LONG} characters)" "$(grep -m1 -o 'spin_long.\{0,80\}' "$TMP/long.folded")"
