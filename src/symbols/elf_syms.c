@@ -43,6 +43,7 @@ struct symtab {
 	uint32_t debuglink_crc;
 	bool has_symtab; /* a .symtab section with functions */
 	bool has_debug_info; /* a .debug_info section with contents */
+	bool maybe_go;	     /* a Go table (gopclntab.h) may be read */
 	char *path;	 /* loaded from; NULL for an image in memory */
 };
 
@@ -332,6 +333,19 @@ static int read_symbols(Elf *elf, struct symtab *st)
 	return 0;
 }
 
+/* A Go binary's table is its .gopclntab (.data.rel.ro.gopclntab in a PIE);
+ * with no section headers at all (sstrip), it can only be found by its
+ * header, so such a file is worth the look too. */
+static bool may_have_go_table(Elf *elf)
+{
+	size_t nsec;
+
+	if (elf_getshdrnum(elf, &nsec) || nsec == 0)
+		return true;
+	return elf__has_contents(elf, ".gopclntab") ||
+	       elf__has_contents(elf, ".data.rel.ro.gopclntab");
+}
+
 static int load_elf(Elf *elf, struct symtab **out)
 {
 	struct symtab *st;
@@ -351,6 +365,7 @@ static int load_elf(Elf *elf, struct symtab **out)
 	read_build_id(elf, st->build_id);
 	read_debuglink(elf, st);
 	st->has_debug_info = elf__has_contents(elf, ".debug_info");
+	st->maybe_go = may_have_go_table(elf);
 	*out = st;
 	return 0;
 
@@ -532,6 +547,11 @@ const char *symtab__debuglink(const struct symtab *st, uint32_t *crc)
 bool symtab__has_debug_info(const struct symtab *st)
 {
 	return st->has_debug_info;
+}
+
+bool symtab__maybe_go(const struct symtab *st)
+{
+	return st->maybe_go && st->path;
 }
 
 const char *symtab__path(const struct symtab *st)

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// gowork [SECONDS]: a Go program for the .gopclntab tests (default 2 s),
+// built by workloads.mk twice: gowork (go build -ldflags='-s -w', as Go
+// services ship: no .symtab, no DWARF) and gowork-full (both kept).
+//
+// main.main -> main.leafA(n) and main.leafB(2n), in rounds, until SECONDS
+// of wall time passed. leafA and leafB have the same body; main.mix is
+// inlined into both (an inline frame under each, at this file's line of
+// the call), main.step is not (so leafA and leafB are not frameless
+// leaves, which a frame-pointer walk would lose the caller of).
+//
+// GROUND TRUTH: nearly every sample of the process is in main.leafA or
+// main.leafB, under main.main; leafA has 1/3 of them and leafB 2/3; most
+// of each have the inline frame main.mix under it.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+//go:noinline
+func step(x uint64) uint64 { return x ^ (x >> 29) }
+
+func mix(a, b uint64) uint64 {
+	return (a*6364136223846793005 + b) ^ (a >> 7)
+}
+
+//go:noinline
+func leafA(n int) uint64 {
+	var x uint64 = 1
+	for i := 0; i < n; i++ {
+		x = mix(x, uint64(i)) // gowork.go:LEAFA_MIX
+		if i&0xffff == 0 {
+			x = step(x)
+		}
+	}
+	return x
+}
+
+//go:noinline
+func leafB(n int) uint64 {
+	var x uint64 = 1
+	for i := 0; i < n; i++ {
+		x = mix(x, uint64(i)) // gowork.go:LEAFB_MIX
+		if i&0xffff == 0 {
+			x = step(x)
+		}
+	}
+	return x
+}
+
+func main() {
+	seconds := 2.0
+	if len(os.Args) > 2 {
+		fmt.Fprintln(os.Stderr, "usage: gowork [SECONDS]")
+		os.Exit(2)
+	}
+	if len(os.Args) == 2 {
+		s, err := strconv.ParseFloat(os.Args[1], 64)
+		if err != nil || s <= 0 {
+			fmt.Fprintln(os.Stderr, "gowork: SECONDS must be a positive number")
+			os.Exit(2)
+		}
+		seconds = s
+	}
+	end := time.Now().Add(time.Duration(seconds * float64(time.Second)))
+	var sink uint64
+	for time.Now().Before(end) {
+		sink += leafA(1 << 20)
+		sink += leafB(2 << 20)
+	}
+	if sink == 42 {
+		fmt.Println(sink) // never: keeps sink alive
+	}
+}
