@@ -44,6 +44,7 @@ struct symtab {
 	bool has_symtab; /* a .symtab section with functions */
 	bool has_debug_info; /* a .debug_info section with contents */
 	bool maybe_go;	     /* a Go table (gopclntab.h) may be read */
+	bool go;	     /* a Go binary (it has a .gopclntab) */
 	char *path;	 /* loaded from; NULL for an image in memory */
 };
 
@@ -201,6 +202,18 @@ static uint64_t section_end(Elf *elf, const GElf_Sym *s)
 	return sh.sh_addr + sh.sh_size;
 }
 
+/* Go's linker names an assembly function's ELF symbol with its ABI
+ * ("runtime.goexit.abi0"); the Go table, Go's own pprof and delve do not:
+ * without it, a stripped build (named from its table) and the unstripped
+ * one read the same. */
+static void drop_abi_suffix(char *name)
+{
+	size_t n = strlen(name);
+
+	if (n > 5 && !strcmp(name + n - 5, ".abi0"))
+		name[n - 5] = '\0';
+}
+
 /* Counts (st->names == NULL) or collects the function symbols of one
  * symbol table section. */
 static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct symtab *st,
@@ -239,6 +252,8 @@ static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct s
 			.from_symtab = sh->sh_type == SHT_SYMTAB,
 		};
 		strcpy(st->names + *names_len, name);
+		if (st->go)
+			drop_abi_suffix(st->names + *names_len);
 		*names_len += strlen(name) + 1;
 	}
 	return found;
@@ -336,14 +351,17 @@ static int read_symbols(Elf *elf, struct symtab *st)
 /* A Go binary's table is its .gopclntab (.data.rel.ro.gopclntab in a PIE);
  * with no section headers at all (sstrip), it can only be found by its
  * header, so such a file is worth the look too. */
-static bool may_have_go_table(Elf *elf)
+static bool has_go_table(Elf *elf)
+{
+	return elf__has_contents(elf, ".gopclntab") ||
+	       elf__has_contents(elf, ".data.rel.ro.gopclntab");
+}
+
+static bool no_sections(Elf *elf)
 {
 	size_t nsec;
 
-	if (elf_getshdrnum(elf, &nsec) || nsec == 0)
-		return true;
-	return elf__has_contents(elf, ".gopclntab") ||
-	       elf__has_contents(elf, ".data.rel.ro.gopclntab");
+	return elf_getshdrnum(elf, &nsec) || nsec == 0;
 }
 
 static int load_elf(Elf *elf, struct symtab **out)
@@ -359,13 +377,14 @@ static int load_elf(Elf *elf, struct symtab **out)
 	err = read_segments(elf, st);
 	if (err)
 		goto err_free;
+	st->go = has_go_table(elf);
+	st->maybe_go = st->go || no_sections(elf);
 	err = read_symbols(elf, st);
 	if (err)
 		goto err_free;
 	read_build_id(elf, st->build_id);
 	read_debuglink(elf, st);
 	st->has_debug_info = elf__has_contents(elf, ".debug_info");
-	st->maybe_go = may_have_go_table(elf);
 	*out = st;
 	return 0;
 

@@ -26,14 +26,14 @@ import (
 func step(x uint64) uint64 { return x ^ (x >> 29) }
 
 func mix(a, b uint64) uint64 {
-	return (a*6364136223846793005 + b) ^ (a >> 7)
+	return (a*6364136223846793005 + b) ^ (a >> 7) // MIX_BODY
 }
 
 //go:noinline
 func leafA(n int) uint64 {
 	var x uint64 = 1
 	for i := 0; i < n; i++ {
-		x = mix(x, uint64(i)) // gowork.go:LEAFA_MIX
+		x = mix(x, uint64(i)) // LEAFA_MIX
 		if i&0xffff == 0 {
 			x = step(x)
 		}
@@ -45,7 +45,7 @@ func leafA(n int) uint64 {
 func leafB(n int) uint64 {
 	var x uint64 = 1
 	for i := 0; i < n; i++ {
-		x = mix(x, uint64(i)) // gowork.go:LEAFB_MIX
+		x = mix(x, uint64(i)) // LEAFB_MIX
 		if i&0xffff == 0 {
 			x = step(x)
 		}
