@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// gowork [SECONDS]: a Go program for the .gopclntab tests (default 2 s),
-// built by workloads.mk twice: gowork (go build -ldflags='-s -w', as Go
-// services ship: no .symtab, no DWARF) and gowork-full (both kept).
+// gowork [SECONDS]: a Go program for the .gopclntab tests, built by
+// workloads.mk twice: gowork (go build -ldflags='-s -w', as Go services
+// ship: no .symtab, no DWARF) and gowork-full (both kept).
 //
-// main.main -> main.leafA(n) and main.leafB(2n), in rounds, until SECONDS
-// of wall time passed. leafA and leafB have the same body; main.mix is
-// inlined into both (an inline frame under each, at this file's line of
-// the call), main.step is not (so leafA and leafB are not frameless
-// leaves, which a frame-pointer walk would lose the caller of).
+// main.main -> main.leafA(n) and main.leafB(2n), in rounds, until the
+// process has used SECONDS (default 2) of CPU time, so that a busy machine
+// gives as many samples (at most 20 times that in wall time). leafA and
+// leafB have the same body; main.mix is inlined into both (an inline frame
+// under each, at this file's line of the call), main.step is not (so leafA
+// and leafB are not frameless leaves, whose caller a frame-pointer walk
+// would lose).
 //
 // GROUND TRUTH: nearly every sample of the process is in main.leafA or
 // main.leafB, under main.main; leafA has 1/3 of them and leafB 2/3; most
@@ -19,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -53,6 +56,15 @@ func leafB(n int) uint64 {
 	return x
 }
 
+// cpuSeconds: the CPU time the process has used.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
 func main() {
 	seconds := 2.0
 	if len(os.Args) > 2 {
@@ -67,9 +79,9 @@ func main() {
 		}
 		seconds = s
 	}
-	end := time.Now().Add(time.Duration(seconds * float64(time.Second)))
+	end := time.Now().Add(time.Duration(20 * seconds * float64(time.Second)))
 	var sink uint64
-	for time.Now().Before(end) {
+	for cpuSeconds() < seconds && time.Now().Before(end) {
 		sink += leafA(1 << 20)
 		sink += leafB(2 << 20)
 	}
