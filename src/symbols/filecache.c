@@ -277,13 +277,13 @@ static struct gopcln *open_go(struct filecache *fc, const struct symtab *st, con
 	if (!st || !symtab__maybe_go(st) || (symtab__has_symtab(st) && (has_lines || fc->no_lines)))
 		return NULL;
 	err = gopcln__open(path, &g);
-	if (err == -ENOTSUP) /* said: the user can do something about it */
+	/* said when it was to name the functions: the user can do something */
+	if (err == -ENOTSUP && !symtab__has_symtab(st))
 		p_warn("%s: its Go table is of a layout before Go 1.16, or of a 32-bit "
 		       "program: its functions keep addresses (build it with Go 1.16 or later, "
 		       "or without -ldflags=-s)", mapped);
 	else if (err && err != -ENOENT)
-		p_dbg("%s: its Go table cannot be read (%s): its functions keep addresses",
-		      mapped, strerror(-err));
+		p_dbg("%s: its Go table cannot be read: %s", mapped, strerror(-err));
 	if (err)
 		return NULL;
 	fc->stats.go_files++;
