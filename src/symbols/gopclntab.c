@@ -760,10 +760,22 @@ static uint64_t text_addr(Elf *elf)
 	return addr;
 }
 
+/* The inline trees' bytes, given to a table parsed without them. */
+static int attach_data(struct gopcln *g, const struct gopcln_image *img)
+{
+	g->data = copy(img->data, img->data_size);
+	if (!g->data)
+		return -ENOMEM;
+	g->data_size = img->data_size;
+	g->data_addr = img->data_addr;
+	g->gofunc = img->gofunc;
+	return 0;
+}
+
 int gopcln__open(const char *path, struct gopcln **out)
 {
 	struct gopcln_image img = {};
-	struct gopcln *probe = NULL;
+	struct gopcln *g = NULL;
 	struct elf_file ef;
 	int err;
 
@@ -771,23 +783,24 @@ int gopcln__open(const char *path, struct gopcln **out)
 	if (err)
 		goto out;
 	img.text = text_addr(ef.elf);
-	/* parsed once to learn the layout, then again with the inline trees */
-	err = find_table(&ef, &img, &probe);
+	/* the table first: its layout says where its inline trees are */
+	err = find_table(&ef, &img, &g);
 	if (err)
 		goto out;
-	if (probe->layout != L116)
-		img.gofunc = find_gofunc(&ef, probe);
-	find_data(&ef, probe, &img);
-	if (!img.data) {
+	if (g->layout != L116)
+		img.gofunc = find_gofunc(&ef, g);
+	find_data(&ef, g, &img);
+	if (img.data && img.data_size)
+		err = attach_data(g, &img);
+	else
 		p_dbg("%s: Go %s+ table without its inline trees: no inline frames", path,
-		      gopcln__layout(probe));
-		*out = probe;
-		probe = NULL;
-		goto out;
+		      gopcln__layout(g));
+	if (!err) {
+		*out = g;
+		g = NULL;
 	}
-	err = gopcln__parse(&img, out);
 out:
-	gopcln__free(probe);
+	gopcln__free(g);
 	if (ef.fd >= 0 || ef.elf)
 		elf_file_close(&ef);
 	return err;
