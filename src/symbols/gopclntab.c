@@ -299,7 +299,9 @@ static int32_t pcvalue(const struct gopcln *g, const struct fn *f, uint32_t tabl
 
 		if (!varint(g, &p, &uv) || (uv == 0 && !first))
 			return -1;
-		val += (int32_t)(-(uv & 1) ^ (uv >> 1));
+		/* wraps as the runtime's int32 does (a hostile table's deltas
+		 * would overflow a signed sum: found by fuzz_gopclntab) */
+		val = (int32_t)((uint32_t)val + (-(uv & 1) ^ (uv >> 1)));
 		if (!varint(g, &p, &pcd))
 			return -1;
 		at += (uint64_t)pcd * g->quantum;
