@@ -44,7 +44,8 @@ pkgs="$pkgs g++ rustc"
 pkgs="$pkgs libclang-rt-dev"
 if [ "${1:-}" = "--bench" ]; then
 	# strace: bench --startup times exec -> armed from the profilers' calls
-	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine strace"
+	# rt-tests: hackbench, the context-switch storm of tools/bench/offcpu
+	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine strace rt-tests"
 fi
 
 missing=""

@@ -28,6 +28,8 @@
 #include "command.h"
 #include "ehframe.h"
 #include "events.h"
+#include "offcpu.h"
+#include "wallclock.h"
 #include "features.h"
 #include "folded.h"
 #include "log.h"
@@ -173,6 +175,9 @@ struct run {
 	struct sampler *s;
 	struct command *cmd;
 	struct unwinder *uw;	/* NULL with --unwind fp */
+	struct offcpu *oc;	/* --off-cpu */
+	struct offcpu_stats ost;
+	struct wallclock *wall;	/* --off-cpu: each thread's on + off-CPU time */
 	struct sampler_stats st;
 	struct report_stats rs; /* summed over events */
 	size_t lines;		/* folded lines, summed over events */
@@ -646,6 +651,7 @@ static void event_report_opts(const struct run *r, size_t ev, struct report_opts
 		.event = r->o->events.nr > 1 ? (int)ev : -1,
 		.event_name = e->name,
 		.timer = e->timer,
+		.offcpu = e->offcpu,
 		.period = e->attr.freq ? 0 : e->attr.sample_period,
 		.scale = es->running_ns ? (double)es->enabled_ns / es->running_ns : 1,
 	};
@@ -701,6 +707,9 @@ static int report_events(struct run *r)
 			add_stats(&r->rs, &rs);
 			r->lines += folded_lines(p, o->annotate, o->inlines);
 		}
+		if (!err && r->wall && (o->events.v[ev].timer || o->events.v[ev].offcpu) &&
+		    wallclock__add(r->wall, p, o->events.v[ev].offcpu) == -ENOMEM)
+			p_warn("no memory for the wall clock by thread: its table is partial");
 		profile__free(timed);
 		profile__free(p);
 	}
@@ -795,6 +804,10 @@ static void print_summary(const struct run *r)
 			report__event_summary(stderr, o->events.v[ev].name, &r->st, ev,
 					      o->weight_period);
 	print_unwind(r);
+	if (r->oc)
+		offcpu__summary(stderr, &r->ost, o->verbose > 0);
+	if (r->wall)
+		wallclock__print(stderr, r->wall, r->ost.window_ns, o->verbose ? 50 : 10);
 	/* The kernel lowers the sysctl itself when sampling interrupts run
 	 * long ("perf: interrupt took too long"), and throttles every event
 	 * above the new limit from then on. */
@@ -884,6 +897,15 @@ static int run_setup(struct run *r)
 		err = sampler__add_filter(r->s, command__pid(r->cmd), true);
 	if (!err && sampler__unwind(r->s) != BPFS_UNWIND_FP)
 		err = unwinder__start(r->s, r->sym, o->unwind_rows, o->unwind_keep, &r->uw);
+	if (!err && o->off_cpu)
+		err = wallclock__new(&r->wall);
+	if (!err && o->off_cpu)
+		err = offcpu__new(r->s, &(struct offcpu_opts){
+					  .event = o->events.nr - 1, /* added last (opts.c) */
+					  .min_ns = o->off_cpu_min_ns,
+					  .walks_per_s = o->off_cpu_walks,
+					  .threads = o->off_cpu_threads },
+				  &r->oc);
 	if (!err)
 		err = fold_setup(r);
 	return err;
@@ -911,6 +933,8 @@ static int run(const struct opts *o, struct outputs *outs)
 		symbolizer__note_process(r.sym, o->pids.v[i], 0, 0, "");
 	symbolizer__read_announced(r.sym);
 	err = sampler__start(r.s);
+	if (!err && r.oc)
+		err = offcpu__start(r.oc);
 	if (err)
 		goto out;
 	symbolizer__set_tracking(r.sym, sampler__tracks_mappings(r.s));
@@ -971,7 +995,14 @@ static int run(const struct opts *o, struct outputs *outs)
 	if (stopper_on)
 		sem_post(&stop_sem); /* it ends, finding the stop claimed */
 
-	err = sampler__stop(r.s);
+	/* the blocks still open are counted up to now, before the last
+	 * drain takes their records (stream mode) */
+	err = offcpu__stop(r.oc);
+	exit_phase("off-CPU blocks closed");
+	if (!err)
+		err = sampler__stop(r.s);
+	else
+		sampler__stop(r.s);
 	exit_phase("last records drained");
 	r.duration_ns = (now_s() - r.t0) * 1e9;
 	r.max_rate[1] = features__max_sample_rate();
@@ -983,6 +1014,8 @@ static int run(const struct opts *o, struct outputs *outs)
 	exit_phase("stream finished");
 	if (!err)
 		err = sampler__stats(r.s, &r.st);
+	if (!err && r.oc)
+		err = offcpu__stats(r.oc, &r.ost);
 	if (!err) {
 		err = report_events(&r);
 		exit_phase("profiles written");
@@ -1004,6 +1037,8 @@ out:
 	for (size_t ev = 0; ev < BPFS_MAX_EVENTS; ev++)
 		profile__free(r.folded[ev]);
 	unwinder__free(r.uw);
+	offcpu__free(r.oc);
+	wallclock__free(r.wall);
 	if (stopper_on)
 		stopper_leave_sampler();
 	sampler__free(r.s);

@@ -22,7 +22,7 @@ WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recu
 	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock bpf_spin \
 	churn churn_child cxxwork longname rustwork rustwork-v0 forkstorm stackfan badfp inlined swevents \
 	getppid_loop mapstorm nofp nofp-stripped dfchain dfchain-stripped \
-	libbenchhold.so ehframe_build $(WL_GO_BINS))
+	libbenchhold.so ehframe_build offwait $(WL_GO_BINS))
 # C++ and Rust names for the demangling tests. g++ at -O1 with frame
 # pointers; Debian's rustc (tools/install-deps.sh), not a rustup one earlier
 # on PATH: its default mangling (legacy, in 1.63) is what the test expects.
