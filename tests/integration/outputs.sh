@@ -71,6 +71,27 @@ for _ in $(seq 50); do folded "$TMP/subst.got" && break; sleep 0.1; done
 	pass "-o >(cat > FILE): the profile arrives ($(wc -l <"$TMP/subst.got") lines)" ||
 	fail "-o >(cat > FILE): the profile arrives" "exit $rc; $(errtail)"
 
+# A listening unix socket: connected to, the listener gets the profile.
+python3 - "$TMP/sock" "$TMP/sock.got" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(1)
+s.settimeout(60)
+c, _ = s.accept()
+with open(sys.argv[2], "wb") as f:
+    while (d := c.recv(65536)):
+        f.write(d)
+PY
+listener=$!
+for _ in $(seq 100); do [ -S "$TMP/sock" ] && break; sleep 0.05; done
+run "$TMP/sock"
+rc=$?
+wait $listener
+[ $rc = 0 ] && [ -S "$TMP/sock" ] && folded "$TMP/sock.got" &&
+	pass "-o a unix socket: the listener got the profile ($(wc -l <"$TMP/sock.got") lines)" ||
+	fail "-o a unix socket: the listener got the profile" "exit $rc; $(errtail)"
+
 # A block device: refused. Its numbers are a major no driver has here
 # (240-254 are for local use; one not in /proc/devices), so even a
 # mistaken open could not reach a disk.
