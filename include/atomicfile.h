@@ -50,8 +50,13 @@ struct atomicfile {
  * AT_FDCWD, name may be a path, walked under the rules of outpath.h. With
  * a dirfd of the caller's, name is one the program chose in its own
  * directory: only a regular file there may be replaced. Returns 0 or
- * -errno; af->why says why when the path was refused. */
-int atomicfile__open(struct atomicfile *af, int dirfd, const char *name, mode_t mode);
+ * -errno; af->why says why when the path was refused. flags: 0, or
+ * ATOMICFILE_NOWAIT. */
+int atomicfile__open(struct atomicfile *af, int dirfd, const char *name, mode_t mode, int flags);
+/* A FIFO with no reader fails (-ENXIO) instead of waiting for one, and a
+ * full one fails the write (-EAGAIN): for the agent, which must not stop
+ * sampling for a file it writes on the side (its metrics). */
+#define ATOMICFILE_NOWAIT 1
 /* Writes all of buf (short writes and EINTR retried). Returns 0 or -errno. */
 int atomicfile__write(struct atomicfile *af, const void *buf, size_t len);
 /* fsync, put in place under the final name, fsync the directory (in

@@ -194,7 +194,7 @@ int metrics__write_file(const struct metrics *m, const char *path)
 	 * name, or one not ending in .prom (atomicfile.h): the textfile
 	 * collector never reads a half-written file. A symlink, FIFO or
 	 * device follows the rules of outpath.h, as a profile's -o does. */
-	err = atomicfile__open(&af, AT_FDCWD, path, 0644);
+	err = atomicfile__open(&af, AT_FDCWD, path, 0644, ATOMICFILE_NOWAIT);
 	if (err && af.why[0]) {
 		p_err("metrics file %s: %s", path, af.why);
 		goto out;

@@ -117,7 +117,7 @@ static int fsync_dirfd(int fd)
 static int write_atomic(int dirfd, const char *name, const void *buf, size_t len)
 {
 	struct atomicfile af;
-	int err = atomicfile__open(&af, dirfd, name, 0640);
+	int err = atomicfile__open(&af, dirfd, name, 0640, 0);
 
 	if (err)
 		return err;
@@ -721,7 +721,7 @@ static struct win *win_from(const struct spool_window *sw, const char *name)
 static int stage_file(struct spool *sp, struct atomicfile *af, const char *name,
 		      const void *buf, size_t len)
 {
-	int err = atomicfile__open(af, sp->dirfd, name, 0640);
+	int err = atomicfile__open(af, sp->dirfd, name, 0640, 0);
 
 	if (err)
 		return err;

@@ -489,7 +489,7 @@ static FILE *open_temporary(const char *path, struct atomicfile *af)
 	FILE *f = NULL;
 	int fd, err;
 
-	err = atomicfile__open(af, AT_FDCWD, path, 0600);
+	err = atomicfile__open(af, AT_FDCWD, path, 0600, 0);
 	if (err) {
 		errno = -err;
 		return NULL;

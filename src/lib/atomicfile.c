@@ -75,9 +75,10 @@ static int create_temporary(struct atomicfile *af)
 	return create_named(af);
 }
 
-static int open_inplace(struct atomicfile *af, const struct outpath *op)
+static int open_inplace(struct atomicfile *af, const struct outpath *op, int flags)
 {
-	int fd = outpath__reopen(op, O_WRONLY | O_TRUNC);
+	int fd = outpath__reopen(op, O_WRONLY | O_TRUNC |
+					     (flags & ATOMICFILE_NOWAIT ? O_NONBLOCK : 0));
 
 	if (fd < 0)
 		return fd;
@@ -86,7 +87,7 @@ static int open_inplace(struct atomicfile *af, const struct outpath *op)
 	return 0;
 }
 
-int atomicfile__open(struct atomicfile *af, int dirfd, const char *name, mode_t mode)
+int atomicfile__open(struct atomicfile *af, int dirfd, const char *name, mode_t mode, int flags)
 {
 	struct outpath op;
 	int err;
@@ -105,7 +106,7 @@ int atomicfile__open(struct atomicfile *af, int dirfd, const char *name, mode_t 
 			 S_ISFIFO(op.st.st_mode) ? "FIFO" : "device or socket");
 		err = -EINVAL;
 	} else if (op.kind == OUTPATH_INPLACE) {
-		err = open_inplace(af, &op);
+		err = open_inplace(af, &op, flags);
 	} else {
 		snprintf(af->name, sizeof(af->name), "%s", op.name);
 		af->existed = op.kind == OUTPATH_REGULAR;

@@ -249,6 +249,19 @@ agent --output-dir "$TMP/spool2" --metrics-file "$TMP/m.link"
 	pass "agent: a metrics file given as a symlink elsewhere: the target written, the link kept" ||
 	fail "agent: metrics through a symlink" "$(ls -l "$TMP"/m*; grep -v '^ ' "$TMP/agent.err" | tail -2)"
 
+# a FIFO nobody reads: the agent does not wait for a reader (it would
+# stop sampling), it says so and goes on
+mkfifo "$TMP/m.fifo"
+timeout 30 "$BPFS" agent --interval 1 -d 2.5 -F 99 --output-dir "$TMP/spool4" \
+	--metrics-file "$TMP/m.fifo" 2>"$TMP/agent.err"
+rc=$?
+n=$(grep -c "window .* samples" "$TMP/agent.err")
+[ $rc = 0 ] && [ "$n" -ge 1 ] && [ -p "$TMP/m.fifo" ] &&
+	grep -q "metrics file $TMP/m.fifo: .*No such device or address" "$TMP/agent.err" &&
+	pass "agent: a metrics FIFO with no reader: not waited for, $n windows, the error said" ||
+	fail "agent: a metrics FIFO with no reader is not waited for" \
+		"exit $rc, $n windows; $(grep -v '^ ' "$TMP/agent.err" | tail -2)"
+
 ln -s "$TMP/victim" "$S/spool"
 chown -h $NOBODY:$NOBODY "$S/spool"
 agent --output-dir "$S/spool"

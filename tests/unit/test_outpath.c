@@ -70,7 +70,7 @@ static void slurp(const char *path, char *buf, size_t size)
 static int write_all(const char *path, const char *text)
 {
 	struct atomicfile af;
-	int err = atomicfile__open(&af, AT_FDCWD, path, 0600);
+	int err = atomicfile__open(&af, AT_FDCWD, path, 0600, 0);
 
 	if (err)
 		return err;
