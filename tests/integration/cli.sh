@@ -143,8 +143,8 @@ for fmt in folded samples pprof; do
 	rc=$?
 	[ $rc -ne 0 ] && grep -q "cannot write the profile to stdout: No space left on device" "$TMP/devfull.err" &&
 		grep -q "samples taken" "$TMP/devfull.err" &&
-		pass "--format $fmt to /dev/full: 'No space left on device', exit $rc" ||
-		fail "--format $fmt to /dev/full: the error with its cause, exit not 0" \
+		pass "--format $fmt to a full device: 'No space left on device', exit $rc" ||
+		fail "--format $fmt to a full device: the error with its cause, exit not 0" \
 			"exit $rc: $(grep -v '^ ' "$TMP/devfull.err" | tail -3)"
 done
 # (a busy command: an idle machine may give no sample in half a second)
