@@ -178,6 +178,38 @@ static void test_dev_fd(void)
 	close(p[0]);
 }
 
+/* The log's open: created, then appended to, through a link too; a
+ * spool's directory: opened, with or without a trailing slash. */
+static void test_append_and_dir(void)
+{
+	char log[256], link[256], why[512], buf[64];
+	int fd;
+
+	snprintf(log, sizeof(log), "%s/log", dir);
+	snprintf(link, sizeof(link), "%s/log.link", dir);
+	CHECK(!symlink("log", link), "symlink");
+	fd = outpath__open_append(link, 0640, why, sizeof(why));
+	CHECK(fd >= 0 && write(fd, "a", 1) == 1, "created through the link: %d", fd);
+	close(fd);
+	fd = outpath__open_append(log, 0640, why, sizeof(why));
+	CHECK(fd >= 0 && write(fd, "b", 1) == 1, "opened again: %d", fd);
+	close(fd);
+	slurp(log, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "ab"), "appended, not truncated: '%s'", buf);
+	CHECK(outpath__open_append(dir, 0640, why, sizeof(why)) == -EISDIR && why[0],
+	      "a directory refused: '%s'", why);
+	fd = outpath__open_dir(dir, why, sizeof(why));
+	CHECK(fd >= 0, "open_dir: %d", fd);
+	close(fd);
+	snprintf(buf, sizeof(buf), "%s//", dir);
+	fd = outpath__open_dir(buf, why, sizeof(why));
+	CHECK(fd >= 0, "open_dir with slashes: %d", fd);
+	close(fd);
+	CHECK(outpath__open_dir(log, why, sizeof(why)) == -ENOTDIR, "open_dir of a file");
+	unlink(link);
+	unlink(log);
+}
+
 int main(void)
 {
 	RUN(test_sticky_rule);
@@ -190,6 +222,7 @@ int main(void)
 	RUN(test_refused);
 	RUN(test_fifo);
 	RUN(test_dev_fd);
+	RUN(test_append_and_dir);
 	if (rmdir(dir)) {
 		printf("FAIL cleanup: %s not empty\n", dir);
 		unit_tests_failed++;
