@@ -185,6 +185,11 @@ int atomicfile__stage(struct atomicfile *af)
 	return err;
 }
 
+/* dirfd is the directory the walk checked (outpath.c), not the path
+ * looked up again. Whatever is under the name by now, even if swapped in
+ * since the check (a link, a FIFO), is a directory entry the rename
+ * replaces: it is never opened or followed, so nothing is written through
+ * it. */
 static int rename_into_place(struct atomicfile *af)
 {
 	int err = 0;
