@@ -478,10 +478,11 @@ int outpath__open_dir(const char *path, char *why, size_t size)
 		return err;
 	}
 	why[0] = '\0';
-	if (!S_ISDIR(op.st.st_mode)) {
-		snprintf(why, size, "is not a directory");
+	if (op.kind == OUTPATH_NEW || !S_ISDIR(op.st.st_mode)) {
+		snprintf(why, size, "%s", op.kind == OUTPATH_NEW ? "does not exist (removed meanwhile?)"
+								 : "is not a directory");
 		outpath__release(&op);
-		return -ENOTDIR;
+		return op.kind == OUTPATH_NEW ? -ENOENT : -ENOTDIR;
 	}
 	fd = openat(op.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
