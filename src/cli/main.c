@@ -847,10 +847,11 @@ static void print_summary(const struct run *r)
 			(unsigned long long)ys.parsed, (unsigned long long)ys.debug_files,
 			(unsigned long long)ys.shared, ys.symtab_bytes / 1e6);
 		fprintf(stderr, "  source lines: %llu/%llu user frames, from the DWARF of %llu "
-			"files (%llu more past the fd budget)%s; profiles built (symbolized) in "
-			"%.3f s, %.3f s CPU\n",
+			"files (%llu more past the fd budget) and the .gopclntab of %llu Go "
+			"binaries%s; profiles built (symbolized) in %.3f s, %.3f s CPU\n",
 			(unsigned long long)ys.user_lines, (unsigned long long)ys.user_frames,
 			(unsigned long long)ys.dwarf_files, (unsigned long long)ys.dwarf_skipped,
+			(unsigned long long)ys.go_files,
 			wants_lines(o) ? "" : " (not read: no format shows lines)",
 			r->build_s, r->build_cpu_s);
 	}
