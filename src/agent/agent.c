@@ -645,6 +645,8 @@ static void agent__reload(struct agent *a)
 	struct agent_opts old = a->live;
 	struct opts next;
 	struct pusher *p;
+	char why[512];
+	int err;
 
 	if (!a->reparse || a->reparse(a->reparse_ctx, &next)) {
 		p_warn("reload: options not read again, the running ones stay");
@@ -661,8 +663,9 @@ static void agent__reload(struct agent *a)
 	a->live = next.agent;
 	a->live.interval = old.interval;
 	a->live.output_dir = old.output_dir; /* the spool is locked: a restart moves it */
-	if (a->live.log_file && log_open(a->live.log_file))
-		p_warn("cannot reopen the log %s: %s", a->live.log_file, strerror(errno));
+	if (a->live.log_file && (err = log_open(a->live.log_file, why, sizeof(why))))
+		p_warn("cannot reopen the log %s: %s", a->live.log_file,
+		       why[0] ? why : strerror(-err));
 	spool__set_retention(a->spool, a->live.retain_age, a->live.retain_size);
 	if (same(old.push, a->live.push) && same(old.token_file, a->live.token_file) &&
 	    same(old.basic_auth_file, a->live.basic_auth_file) && same(old.tenant, a->live.tenant)) {

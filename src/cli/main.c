@@ -484,7 +484,8 @@ struct outputs {
 	size_t nr;
 };
 
-/* The temporary for path, as a stream of its own (a dup: the atomicfile
+/* The new file for path (or the device, FIFO or pipe it names, written
+ * in place: atomicfile.h), as a stream of its own (a dup: the atomicfile
  * keeps its fd to commit). Mode 0600, as perf writes perf.data: a
  * system-wide profile names every process, command line name and function
  * that ran, other users' among them (docs/bpfsampler.8, FILES). */
@@ -493,7 +494,7 @@ static FILE *open_temporary(const char *path, struct atomicfile *af)
 	FILE *f = NULL;
 	int fd, err;
 
-	err = atomicfile__open(af, AT_FDCWD, path, 0600);
+	err = atomicfile__open(af, AT_FDCWD, path, 0600, 0);
 	if (err) {
 		errno = -err;
 		return NULL;
@@ -546,8 +547,12 @@ static int open_outputs(const struct opts *o, struct outputs *outs)
 			if (!outs->f[ev][fm]) {
 				int err = -errno;
 
-				p_err("cannot create output file %s: %s (check that its directory "
-				      "exists and is writable)", path, strerror(-err));
+				if (outs->af[ev][fm].why[0])
+					p_err("output file %s: %s", path, outs->af[ev][fm].why);
+				else
+					p_err("cannot create output file %s: %s (check that its "
+					      "directory exists and is writable)", path,
+					      strerror(-err));
 				return err;
 			}
 		}
@@ -585,6 +590,21 @@ static uint64_t now_unix_ns(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+/* BPFS_DEBUG_WRITE_PAUSE=MS: a profile waits MS between being written to
+ * its new file and being put in place, so that a test can kill the run
+ * while it writes (outputs.sh: nothing is left beside the old profile). */
+static void debug_write_pause(FILE *f)
+{
+	const char *ms = getenv("BPFS_DEBUG_WRITE_PAUSE");
+
+	if (!ms || fflush(f))
+		return;
+	p_warn("BPFS_DEBUG_WRITE_PAUSE=%s: the profile is written, not yet in place; waiting "
+	       "(for tests)", ms);
+	nanosleep(&(struct timespec){ .tv_sec = atol(ms) / 1000,
+				      .tv_nsec = atol(ms) % 1000 * 1000000 }, NULL);
+}
+
 /* One run: what options made, and what each step hands the next. */
 
 static int write_profile(const struct run *r, const struct profile *p, size_t ev, size_t fm)
@@ -602,6 +622,7 @@ static int write_profile(const struct run *r, const struct profile *p, size_t ev
 	if (*out != stdout) {
 		struct atomicfile *af = &r->outs->af[ev][fm];
 
+		debug_write_pause(*out);
 		if (fclose(*out) && !err)
 			err = -errno;
 		if (err)
@@ -612,6 +633,9 @@ static int write_profile(const struct run *r, const struct profile *p, size_t ev
 	*out = NULL;
 	if (err)
 		p_err("cannot write the profile to %s: %s", r->outs->path[ev][fm], strerror(-err));
+	else if (size < 0) /* a pipe, a FIFO: no offset to tell */
+		p_info("%s written to %s in %.3f s", o->formats[fm]->name,
+		       r->outs->path[ev][fm], now_s() - t0);
 	else
 		p_info("%s written to %s in %.3f s (%ld bytes)", o->formats[fm]->name,
 		       r->outs->path[ev][fm], now_s() - t0, size);
@@ -1105,13 +1129,15 @@ static int reparse_options(void *ctx, struct opts *out)
 static int run_agent(struct opts *o, int argc, char **argv)
 {
 	struct reparse rp = { .argc = argc, .argv = argv, .configs = VEC_INIT(struct vec) };
+	char why[512];
 	int err;
 
 	/* an agent's log says what it does, window by window, with the time */
 	log_set_level(o->verbose ? LOG_DEBUG : LOG_INFO);
 	log_set_timestamps(true);
-	if (o->agent.log_file && (err = log_open(o->agent.log_file))) {
-		p_err("cannot open the log file %s: %s", o->agent.log_file, strerror(-err));
+	if (o->agent.log_file && (err = log_open(o->agent.log_file, why, sizeof(why)))) {
+		p_err("cannot open the log file %s: %s", o->agent.log_file,
+		      why[0] ? why : strerror(-err));
 		return EXIT_USAGE;
 	}
 	err = agent__run(o, reparse_options, &rp);
