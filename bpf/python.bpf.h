@@ -241,7 +241,7 @@ static __always_inline bool py_code_ok(struct py_emit *e, __u64 code)
 	if (py_read_ptr(code + e->py->off.object_type) != e->py->code_type)
 		return false;
 	ring = this_ring();
-	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_PY_CODE);
+	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_PY_CODE, false);
 	if (!rec) {
 		py_stat(BPFS_PY_STAT_CODE_UNSENT);
 		return true; /* not cached: sent again at the next miss */

@@ -106,6 +106,9 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out);
  * command, forked by bpfsampler and not yet exec'd). */
 int sampler__add_filter(struct sampler *s, uint32_t id, bool after_exec);
 int sampler__start(struct sampler *s);
+/* How user stacks are walked: the --unwind asked for, or frame pointers
+ * where the kernel runs the compat program (no unwind tables there). */
+enum bpfs_unwind_mode sampler__unwind(const struct sampler *s);
 /* Whether executable mappings are followed as they are made (after start):
  * on_mapping is called for file mappings, BPFS_REC_MAP records come for
  * execs, and samples carry their process's map_gen. */
@@ -163,5 +166,10 @@ uint64_t sampler__stacks_since_clear(const struct sampler *s);
  * Returns the map operations' error only. */
 int sampler__clear_stacks(struct sampler *s, sampler_stack_fn keep, void *ctx, size_t *cleared);
 void sampler__free(struct sampler *s);
+
+/* The loaded BPF object, for a unit that shares its maps by fd (the
+ * off-CPU unit, src/capture/offcpu.c); owned by the sampler. */
+struct bpf_object;
+struct bpf_object *sampler__bpf_object(struct sampler *s);
 
 #endif
