@@ -40,8 +40,8 @@ int pyreg__new(int procs_fd, struct pyreg **out);
 void pyreg__free(struct pyreg *r);
 /* A process's executable mappings were read. */
 void pyreg__note_maps(struct pyreg *r, int pid, const struct procmaps *pm);
-/* BPF met code object code in pid (BPFS_REC_PY_CODE): read it at the next
- * pyreg__read_pending, outside the drain. */
+/* BPF met code object code in pid (BPFS_REC_PY_CODE): read it now (or at
+ * the next pyreg__read_pending when memory ran short before). */
 void pyreg__on_code(struct pyreg *r, uint32_t pid, uint64_t code);
 void pyreg__read_pending(struct pyreg *r);
 /* The frame word (BPFS_PY_IS_FRAME) of a sample of pid. False when its code

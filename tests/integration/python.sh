@@ -13,6 +13,10 @@
 # Versions run side by side.
 source "$(dirname "$0")/lib.sh"
 require_root python
+# The loader reads each code object while its process lives; on a loaded
+# machine it may lag a second behind (unwind tables being built): the
+# workloads stay a second after their work (asleep, no samples).
+export PYSHARES_LINGER=1
 
 SCRIPT=$ROOT/tests/workloads/pyshares.py
 PYS=()
@@ -53,7 +57,13 @@ check_shares() {
 		fail "$name: enough samples" "$all samples of $comm: $(tail -5 "$f.err")"
 		return
 	fi
-	at_least "$name: samples under outer;leaf_a|leaf_b, of $all" "$(ratio $((a + b)) "$all")" "${MIN_SHARE:-0.90}"
+	if awk -v g="$(ratio $((a + b)) "$all")" -v m="${MIN_SHARE:-0.90}" 'BEGIN { exit !(g >= m) }'; then
+		pass "$name: samples under outer;leaf_a|leaf_b, of $all ($(ratio $((a + b)) "$all"))"
+	else
+		fail "$name: samples under outer;leaf_a|leaf_b, of $all" \
+			"got $(ratio $((a + b)) "$all"), want >= ${MIN_SHARE:-0.90}; $(grep -h 'python:' "$f.err" | head -2)" \
+			"$(sort -t' ' -k2 -nr "$TMP/one" | head -3 | sed 's/^.*PyEval_EvalCode/.../' | cut -c1-300)"
+	fi
 	within "$name: leaf_a's share of leaf_a+leaf_b ($a : $b)" "$(ratio "$a" $((a + b)))" 0.3333 0.05
 }
 

@@ -50,6 +50,7 @@ def main():
         encode(deadline)
     else:
         outer(deadline)
+    time.sleep(float(os.environ.get("PYSHARES_LINGER", "0")))
 
 
 main()

@@ -252,11 +252,19 @@ void pyreg__note_maps(struct pyreg *r, int pid, const struct procmaps *pm)
 	}
 }
 
+static void read_code(struct pyreg *r, const struct code_key *k);
+
+/* Read now, in the drain: a few hundred bytes by process_vm_readv, no
+ * file I/O, and a process may live only until the loader's next pass. */
 void pyreg__on_code(struct pyreg *r, uint32_t pid, uint64_t code)
 {
 	struct code_key k = { .code = code, .pid = pid };
 
 	r->stats.code_records++;
+	if (r->nr_pending == 0) {
+		read_code(r, &k);
+		return;
+	}
 	if (r->nr_pending == r->cap_pending) {
 		size_t cap = r->cap_pending ? 2 * r->cap_pending : 64;
 		struct code_key *n = realloc(r->pending, cap * sizeof(*n));
