@@ -532,8 +532,9 @@ uint64_t filecache__func_start(struct filecache *fc, const struct mapped_file *f
 		return 0;
 	if (!r->funcs_tried) {
 		r->funcs_tried = true;
+		/* the ranges only: the rows are the unwinder's, in BPF */
 		if (!find_file(pid, m, path, sizeof(path), &sb) &&
-		    !ehframe__load(path, &r->funcs))
+		    !ehframe__load_flags(path, NULL, EHFRAME_FUNCS_ONLY, &r->funcs))
 			fc->stats.symtab_bytes += ehframe__mem_bytes(r->funcs);
 	}
 	return r->funcs ? ehframe__func_start(r->funcs, vaddr) : 0;
