@@ -500,6 +500,7 @@ size_t filecache__sweep(struct filecache *fc, unsigned int idle)
 			hashmap__delete(fc->files, &r->key, NULL, NULL);
 		release_symbols(fc, r);
 		close_fd(fc, r);
+		fc->stats.symtab_bytes -= ehframe__mem_bytes(r->funcs);
 		ehframe__free(r->funcs);
 		free(r->path);
 		free(r);

@@ -1091,6 +1091,8 @@ void ehframe__stats(const struct ehframe *t, struct ehframe_stats *out)
 
 size_t ehframe__mem_bytes(const struct ehframe *t)
 {
+	if (!t)
+		return 0;
 	return sizeof(*t) + t->rows.cap * t->rows.elem + t->funcs.cap * t->funcs.elem +
 	       t->segs.cap * t->segs.elem;
 }
