@@ -39,17 +39,34 @@ for mode in aggregate stream; do
 	no_ring_trouble "fork storm ($mode)" "$TMP/fork-$mode.folded"
 done
 
-# --- 10,000 threads of one process, each named.
+# --- 10,000 threads of one process, each named. The process's time is
+# thread_work, and what 10,000 threads cost to make and end: clone3 and
+# pthread_create in the main thread, the workers' start (their names set)
+# and exit, the join freeing their stacks. How much of it thread_work is
+# depends on how fast the host makes threads (60-84% measured: less when
+# other work shares the CPUs, as creating 10,000 threads takes most of
+# the 3 s), so the check is that every sample is one of these, named so:
+# at most 2% anything else (the dynamic loader's start-up, a stack cut),
+# and a worker's own samples mostly in thread_work (its start and exit
+# are ~0.3 CPU-s for all 10,000, its work at least 1 CPU-s).
 profile "$TMP/threads.folded" -F 999 -- "$W/threads" 10000 3 ||
 	fail "10,000 threads: bpfsampler failed" "$(cat "$TMP/threads.folded.err")"
 identity "10,000 threads" "$TMP/threads.folded"
 named=$(awk -F';' '$1 ~ /^worker-[0-9]+$/ { print $1 }' "$TMP/threads.folded" | sort -u | wc -l)
-work=$(samples_with "$TMP/threads.folded" thread_work)
-all=$(grep -v '^\[lost\]' "$TMP/threads.folded" | awk -F';' '$1 ~ /^(worker-[0-9]+|threads)$/' |
-	awk '{ s += $NF } END { print s + 0 }')
-[ "$named" -gt 500 ] && [ "$work" -gt $((all * 8 / 10)) ] &&
-	pass "10,000 threads: $named threads seen by name, $work of $all samples in thread_work" ||
-	fail "10,000 threads: threads named, samples in thread_work" "$named named, $work of $all"
+grep -v '^\[lost\]' "$TMP/threads.folded" | awk -F';' '$1 ~ /^(worker-[0-9]+|threads)$/' >"$TMP/threads.ours"
+all=$(total "$TMP/threads.ours")
+work=$(samples_with "$TMP/threads.ours" thread_work)
+grep -E '^worker-[0-9]+;' "$TMP/threads.ours" >"$TMP/threads.workers"
+wall=$(total "$TMP/threads.workers")
+wwork=$(samples_with "$TMP/threads.workers" thread_work)
+life=';(clone3|pthread_create[^;]*|start_thread|__x64_sys_exit|do_exit|__pthread_clockjoin_ex|__nptl_free_stacks|__madvise|pthread_setname_np[^;]*)(;|$)'
+other=$(awk -v re="$life" '{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
+	if (line !~ /;thread_work(;|$)/ && line !~ re) s += n } END { print s + 0 }' "$TMP/threads.ours")
+[ "$named" -gt 500 ] && [ "$all" -gt 1000 ] && [ $((other * 100)) -le $((all * 2)) ] &&
+	[ $((wwork * 2)) -gt "$wall" ] &&
+	pass "10,000 threads: $named threads seen by name; of $all samples $work in thread_work, $((all - work - other)) making and ending threads, $other else; workers' own $wwork of $wall in thread_work" ||
+	fail "10,000 threads: threads named, samples in thread_work or the threads' lifecycle" \
+		"$named named; $all samples: $work thread_work, $other else; workers $wwork of $wall: $(grep -v ';thread_work' "$TMP/threads.ours" | grep -vE "$life" | sort -k2 -rn | head -5)"
 
 # --- Distinct deep stacks, far more than a stacks map of 512 holds: the
 # loader empties the map whenever half of it has been filled, keeping the
@@ -189,8 +206,10 @@ hostile_map() {
 	local name=$1 writer=$2 d="$TMP/jit-$1" pid start size
 	mkdir -p "$d"
 	# the JIT first, its map written before bpfsampler starts: what is
-	# tested is how the map is read, not when the process is discovered
-	JIT_WAIT=$d "$W/jit" 3 &
+	# tested is how the map is read, not when the process is discovered.
+	# It runs until bpfsampler is done (killed then): on a busy host the
+	# start-up (reading 64 MiB of map) can take most of a fixed 3 s.
+	JIT_WAIT=$d "$W/jit" 60 &
 	local j=$!
 	for _ in $(seq 600); do [ -s "$d/info" ] && break; sleep 0.05; done
 	read -r pid start size <"$d/info"
@@ -198,7 +217,8 @@ hostile_map() {
 	touch "$d/go"
 	"$BPFS" -F 999 -d 1.5 -p "$j" -o "$d/out.folded" 2>"$d/out.folded.err" ||
 		fail "perf map $name: bpfsampler failed" "$(cat "$d/out.folded.err")"
-	wait "$j"
+	kill "$j"
+	wait "$j" 2>/dev/null
 	rm -f "/tmp/perf-$pid.map"
 	HOSTILE_DIR=$d
 }
@@ -216,24 +236,32 @@ map_symlink() { # a root-owned file with a valid entry, behind a symlink
 }
 map_fifo() { mkfifo "$1"; }
 
+# What is checked is how the map is read, not how much CPU the JIT got on
+# a shared host: at least 100 of its samples in the JIT code (a tenth of a
+# CPU over the 1.5 s; ~1500 on an idle one), and of those at most 5% left
+# unnamed when the map has the entry (a stack cut, a sample on the way in).
+jit_named() { samples_matching "$HOSTILE_DIR/out.folded" ';jit_hot_loop$'; }
+jit_anon() { samples_matching "$HOSTILE_DIR/out.folded" '^jit;.*[[]anon[]][+]0x'; }
 hostile_map huge map_huge
-n=$(samples_matching "$HOSTILE_DIR/out.folded" ';jit_hot_loop$')
-[ "$n" -gt 500 ] && grep -q 'read its first 64 MiB only' "$HOSTILE_DIR/out.folded.err" &&
-	pass "perf map of 70 MB: read up to its bound, said so, the JIT still named ($n)" ||
-	fail "perf map of 70 MB: bounded" "named $n: $(cat "$HOSTILE_DIR/out.folded.err")"
+n=$(jit_named) anon=$(jit_anon)
+[ "$n" -ge 100 ] && [ $((anon * 20)) -le $((n + anon)) ] &&
+	grep -q 'read its first 64 MiB only' "$HOSTILE_DIR/out.folded.err" &&
+	pass "perf map of 70 MB: read up to its bound, said so, the JIT still named ($n, $anon not)" ||
+	fail "perf map of 70 MB: bounded" "named $n, anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
 hostile_map garbage map_garbage
-n=$(samples_matching "$HOSTILE_DIR/out.folded" ';jit_hot_loop$')
-[ "$n" -gt 500 ] && pass "perf map of garbage: the valid line after it still names the JIT ($n)" ||
-	fail "perf map of garbage" "named $n: $(head -5 "$HOSTILE_DIR/out.folded")"
+n=$(jit_named) anon=$(jit_anon)
+[ "$n" -ge 100 ] && [ $((anon * 20)) -le $((n + anon)) ] &&
+	pass "perf map of garbage: the valid line after it still names the JIT ($n, $anon not)" ||
+	fail "perf map of garbage" "named $n, anon $anon: $(head -5 "$HOSTILE_DIR/out.folded")"
 hostile_map symlink map_symlink
 n=$(samples_matching "$HOSTILE_DIR/out.folded" 'planted_name')
-anon=$(samples_matching "$HOSTILE_DIR/out.folded" '^jit;.*[[]anon[]][+]0x')
-[ "$n" -eq 0 ] && [ "$anon" -gt 500 ] && grep -q 'a symbolic link' "$HOSTILE_DIR/out.folded.err" &&
+anon=$(jit_anon)
+[ "$n" -eq 0 ] && [ "$anon" -ge 100 ] && grep -q 'a symbolic link' "$HOSTILE_DIR/out.folded.err" &&
 	pass "perf map behind a symlink: refused, and said so ($anon samples unnamed)" ||
 	fail "perf map behind a symlink: refused" "planted $n, anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
 hostile_map fifo map_fifo
-anon=$(samples_matching "$HOSTILE_DIR/out.folded" '^jit;.*[[]anon[]][+]0x')
-[ "$anon" -gt 500 ] && grep -q 'not a regular file' "$HOSTILE_DIR/out.folded.err" &&
+anon=$(jit_anon)
+[ "$anon" -ge 100 ] && grep -q 'not a regular file' "$HOSTILE_DIR/out.folded.err" &&
 	pass "perf map that is a FIFO: refused without blocking ($anon samples unnamed)" ||
 	fail "perf map that is a FIFO: refused" "anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
 
