@@ -32,7 +32,9 @@ for mode in aggregate stream; do
 	n=$("$W/forkstorm" 3 | grep -oE '^[0-9]+')
 	wait "$b" || fail "fork storm ($mode): bpfsampler failed" "$(cat "$TMP/fork-$mode.folded.err")"
 	procs=$(summary_field "$TMP/fork-$mode.folded.err" "in")
-	[ "${n:-0}" -gt 3000 ] && [ "${procs:-0}" -gt 1000 ] &&
+	# a storm, not a count: ~5000 forks in 3 s alone, a fifth of that
+	# when the host's CPUs are shared with other work
+	[ "${n:-0}" -gt 1000 ] && [ "${procs:-0}" -gt 300 ] &&
 		pass "fork storm ($mode): $n processes in 3 s, samples in $procs processes" ||
 		fail "fork storm ($mode): thousands of processes a second" "$n forked, $procs seen"
 	identity "fork storm ($mode)" "$TMP/fork-$mode.folded"
@@ -62,7 +64,7 @@ wwork=$(samples_with "$TMP/threads.workers" thread_work)
 life=';(clone3|pthread_create[^;]*|start_thread|__x64_sys_exit|do_exit|__pthread_clockjoin_ex|__nptl_free_stacks|__madvise|pthread_setname_np[^;]*)(;|$)'
 other=$(awk -v re="$life" '{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
 	if (line !~ /;thread_work(;|$)/ && line !~ re) s += n } END { print s + 0 }' "$TMP/threads.ours")
-[ "$named" -gt 500 ] && [ "$all" -gt 1000 ] && [ $((other * 100)) -le $((all * 2)) ] &&
+[ "$named" -gt 200 ] && [ "$all" -gt 300 ] && [ $((other * 100)) -le $((all * 2)) ] &&
 	[ $((wwork * 2)) -gt "$wall" ] &&
 	pass "10,000 threads: $named threads seen by name; of $all samples $work in thread_work, $((all - work - other)) making and ending threads, $other else; workers' own $wwork of $wall in thread_work" ||
 	fail "10,000 threads: threads named, samples in thread_work or the threads' lifecycle" \
@@ -96,8 +98,10 @@ for mode in aggregate stream; do
 	# whole: main, then the 24 levels of fan;fan_K, then the leaf
 	whole=$(samples_matching "$f" ';main;(fan;fan_[0-3];){24}fan;fan_leaf$')
 	distinct=$(grep -c 'fan_leaf ' "$f")
-	[ "${emptied:-0}" -ge 2 ] && [ "$lost" = 0 ] && [ "$distinct" -gt 1024 ] &&
-		[ "$fan" -gt 1000 ] && [ "$whole" -ge $((fan * 95 / 100)) ] &&
+	# more distinct stacks than the map holds (it was emptied), whatever
+	# CPU the fan got on a shared host (1500-2500 stacks alone)
+	[ "${emptied:-0}" -ge 2 ] && [ "$lost" = 0 ] && [ "$distinct" -gt 512 ] &&
+		[ "$fan" -gt 300 ] && [ "$whole" -ge $((fan * 95 / 100)) ] &&
 		pass "stacks map of 512 ($mode): emptied $emptied times, $distinct distinct stacks, none lost, $whole of $fan whole" ||
 		fail "stacks map of 512 ($mode): emptied, nothing lost, stacks whole" \
 			"emptied ${emptied:-0}, lost $lost, distinct $distinct, whole $whole of $fan; $(grep -E 'lost|stacks map' "$f.err")"
@@ -147,7 +151,7 @@ profile "$TMP/fanfull.folded" -F 999 --stack-entries 512 --debug-reader-delay 10
 	fail "stacks map full: bpfsampler failed" "$(cat "$TMP/fanfull.folded.err")"
 identity "stacks map full" "$TMP/fanfull.folded"
 full=$(awk '/^\[lost\];\[stacks map full\] / { print $NF }' "$TMP/fanfull.folded")
-[ "${full:-0}" -gt 500 ] && grep -q -- '--stack-entries' "$TMP/fanfull.folded.err" &&
+[ "${full:-0}" -gt 50 ] && grep -q -- '--stack-entries' "$TMP/fanfull.folded.err" &&
 	pass "stacks map full: $full samples lost as such, the summary says what to raise" ||
 	fail "stacks map full: losses counted and explained" "$(cat "$TMP/fanfull.folded.err")"
 
@@ -164,7 +168,10 @@ for fn in spin_loop spin_kernel spin_guard spin_odd spin_junk; do
 		for (i = 2; i <= k; i++) if (a[i] == f) { if (i - 2 > 2) s += n; break }
 	} END { print s + 0 }' "$TMP/badfp.folded")
 	junk=$(grep ";$fn" "$TMP/badfp.folded" | grep -cE '\[(kernel|unmapped)\]\+0x')
-	[ "$n" -gt 200 ] && [ "$deep" -eq 0 ] && [ "$junk" -eq 0 ] &&
+	# all or nothing: a walk that loops or invents frames does so in
+	# every sample, so 10 samples show it (a fifth of badfp's CPU each:
+	# ~280 alone, 13-20 measured with the host loaded 20 times over)
+	[ "$n" -ge 10 ] && [ "$deep" -eq 0 ] && [ "$junk" -eq 0 ] &&
 		pass "bad frame pointers: $fn ($n samples): the walk stops at once, no invented frames" ||
 		fail "bad frame pointers: $fn: the walk stops at once" "$n samples, $deep deeper than 2, $junk junk"
 done
@@ -191,7 +198,7 @@ for fn in spin_loop spin_kernel spin_odd; do
 		if (a[2] ~ /^\[truncated: / && index(line, ";" f)) s += $NF } END { print s + 0 }' \
 		"$TMP/badfp-auto.folded")
 	junk=$(grep ";$fn" "$TMP/badfp-auto.folded" | grep -cE '\[(kernel|unmapped)\]\+0x')
-	[ "$n" -gt 200 ] && [ "$m" -ge $((n * 9 / 10)) ] && [ "$junk" -eq 0 ] &&
+	[ "$n" -ge 10 ] && [ "$m" -ge $((n * 9 / 10)) ] && [ "$junk" -eq 0 ] &&
 		pass "bad frame pointers, default walk: $fn marked cut in $m of $n samples, no invented frames" ||
 		fail "bad frame pointers, default walk: $fn marked cut" "$m of $n marked, $junk junk"
 done
@@ -237,31 +244,31 @@ map_symlink() { # a root-owned file with a valid entry, behind a symlink
 map_fifo() { mkfifo "$1"; }
 
 # What is checked is how the map is read, not how much CPU the JIT got on
-# a shared host: at least 100 of its samples in the JIT code (a tenth of a
-# CPU over the 1.5 s; ~1500 on an idle one), and of those at most 5% left
-# unnamed when the map has the entry (a stack cut, a sample on the way in).
+# a shared host: at least 30 of its samples in the JIT code (~1500 on an
+# idle host, 74 seen with it loaded 20 times over), and of those at most
+# 5% left unnamed when the map has the entry (a stack cut).
 jit_named() { samples_matching "$HOSTILE_DIR/out.folded" ';jit_hot_loop$'; }
 jit_anon() { samples_matching "$HOSTILE_DIR/out.folded" '^jit;.*[[]anon[]][+]0x'; }
 hostile_map huge map_huge
 n=$(jit_named) anon=$(jit_anon)
-[ "$n" -ge 100 ] && [ $((anon * 20)) -le $((n + anon)) ] &&
+[ "$n" -ge 30 ] && [ $((anon * 20)) -le $((n + anon)) ] &&
 	grep -q 'read its first 64 MiB only' "$HOSTILE_DIR/out.folded.err" &&
 	pass "perf map of 70 MB: read up to its bound, said so, the JIT still named ($n, $anon not)" ||
 	fail "perf map of 70 MB: bounded" "named $n, anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
 hostile_map garbage map_garbage
 n=$(jit_named) anon=$(jit_anon)
-[ "$n" -ge 100 ] && [ $((anon * 20)) -le $((n + anon)) ] &&
+[ "$n" -ge 30 ] && [ $((anon * 20)) -le $((n + anon)) ] &&
 	pass "perf map of garbage: the valid line after it still names the JIT ($n, $anon not)" ||
 	fail "perf map of garbage" "named $n, anon $anon: $(head -5 "$HOSTILE_DIR/out.folded")"
 hostile_map symlink map_symlink
 n=$(samples_matching "$HOSTILE_DIR/out.folded" 'planted_name')
 anon=$(jit_anon)
-[ "$n" -eq 0 ] && [ "$anon" -ge 100 ] && grep -q 'a symbolic link' "$HOSTILE_DIR/out.folded.err" &&
+[ "$n" -eq 0 ] && [ "$anon" -ge 30 ] && grep -q 'a symbolic link' "$HOSTILE_DIR/out.folded.err" &&
 	pass "perf map behind a symlink: refused, and said so ($anon samples unnamed)" ||
 	fail "perf map behind a symlink: refused" "planted $n, anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
 hostile_map fifo map_fifo
 anon=$(jit_anon)
-[ "$anon" -ge 100 ] && grep -q 'not a regular file' "$HOSTILE_DIR/out.folded.err" &&
+[ "$anon" -ge 30 ] && grep -q 'not a regular file' "$HOSTILE_DIR/out.folded.err" &&
 	pass "perf map that is a FIFO: refused without blocking ($anon samples unnamed)" ||
 	fail "perf map that is a FIFO: refused" "anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
 
@@ -328,7 +335,8 @@ for c in hdrzero ehff ehrandom ehonly; do
 	grep -E ';lib_spin(;|$| [0-9])' "$dd/only" | grep -vE ';main;run_uselib;lib_spin(;| |$)' >"$dd/other"
 	cut=$(samples_matching "$dd/other" '^uselib;[[]truncated: [^]]*[]];lib_spin(;|$)')
 	wrong=$(($(total "$dd/other") - cut))
-	[ -s "$dd/out.folded" ] && [ "$n" -gt 500 ] && [ "$wrong" -eq 0 ] && [ $((right + cut)) -eq "$n" ] &&
+	# none wrong is the promise: 50 samples show a wrong walk (~1400 alone)
+	[ -s "$dd/out.folded" ] && [ "$n" -ge 50 ] && [ "$wrong" -eq 0 ] && [ $((right + cut)) -eq "$n" ] &&
 		pass "CFI $c: no crash; of $n samples in lib_spin $right whole, $cut marked cut, none wrong" ||
 		fail "CFI $c: stacks through lib_spin right or marked" \
 			"$n in lib_spin, $right whole, $cut cut, $wrong wrong: $(grep -v truncated "$dd/other" | head -5)"
