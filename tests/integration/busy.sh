@@ -21,7 +21,7 @@ bash "$ROOT/tests/integration/accuracy.sh" 2>&1 | sed -E 's/^(PASS|FAIL|SKIP) /\
 # percent, and that host is busy anyway. A dead burner gets none.
 ticks=$(awk '{ print $14 + $15 }' "/proc/$burner/stat")
 busy=$(awk -v t=$((ticks - t0)) -v hz="$(getconf CLK_TCK)" -v s=$((SECONDS - s0)) \
-	'BEGIN { printf "%.2f", s > 0 ? t / hz / s : 0 }')
+	'BEGIN { printf "%.2f", (s > 0 ? t / hz / s : 0) }')
 awk -v b="$busy" 'BEGIN { exit !(b >= 0.02) }' &&
 	pass "one CPU busy: the burner ran beside the checks ($busy of a CPU over $((SECONDS - s0)) s)" ||
 	fail "one CPU busy: the burner ran beside the checks" "$busy of a CPU over $((SECONDS - s0)) s"
