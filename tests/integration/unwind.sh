@@ -6,6 +6,10 @@
 # own, or its debug file's), and tables released when processes go.
 source "$(dirname "$0")/lib.sh"
 require_root unwind
+# nofp and dfchain run their seconds in their own CPU time: their checks
+# need their samples (1500-2000 at least) whatever CPU a shared host gives
+# them (173 in 3 s of wall time seen with it loaded 25 times over)
+export WORKLOAD_CPU=1
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b ? a / b : 0 }'; }
 # at_least NAME GOT MIN: a share at least MIN.
@@ -52,11 +56,14 @@ grep -q 'unwind tables: [1-9]' "$TMP/nofp.folded.err" &&
 # -p: the process's tables are loaded before sampling starts, so none of
 # its samples is cut for want of them; its parent (whose maps are read for
 # a child that forks without exec) gets no tables: nofp, libc, ld.so only.
-"$W/nofp" 3 >/dev/null &
+# (nofp runs until the profile is done: a loaded host's start-up can take
+# longer than a fixed few seconds of it)
+"$W/nofp" 60 >/dev/null &
 np=$!
 sleep 0.5
 profile "$TMP/attach.folded" -v -p $np -d 1.5 -F 999 || fail "nofp -p run" "$(cat "$TMP/attach.folded.err")"
-wait $np
+kill $np
+wait $np 2>/dev/null
 all=$(total "$TMP/attach.folded")
 cut=$(samples_matching "$TMP/attach.folded" '[[]truncated: no unwind info[]]')
 files=$(grep -oE 'unwind tables: [0-9]+ files' "$TMP/attach.folded.err" | grep -oE '[0-9]+')
@@ -64,7 +71,8 @@ files=$(grep -oE 'unwind tables: [0-9]+ files' "$TMP/attach.folded.err" | grep -
 # whose runtime bpfsampler itself maps beside the C library)
 maxfiles=3
 [ -n "${SANITIZE:-}" ] && maxfiles=4
-[ "$all" -gt 1000 ] && [ "$cut" -eq 0 ] && [ "${files:-99}" -le $maxfiles ] &&
+# none cut is the promise: 100 samples show a table loaded late (~1500 alone)
+[ "$all" -ge 100 ] && [ "$cut" -eq 0 ] && [ "${files:-99}" -le $maxfiles ] &&
 	pass "nofp -p: tables before the first sample ($cut of $all cut for want of them; $files files)" ||
 	fail "nofp -p: tables before the first sample" "$cut of $all cut, $files files: $(grep 'unwind tables' "$TMP/attach.folded.err")"
 
