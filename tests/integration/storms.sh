@@ -77,7 +77,9 @@ other=$(awk -v re="$life" '{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
 # modes: aggregate samples name their stacks by id in the kernel's counts,
 # stream samples by records (or, where the record was lost, the map).
 for mode in aggregate stream; do
-	"$W/stackfan" 4 &
+	# the fan runs until bpfsampler is done (killed then): a loaded host's
+	# start-up can outlast a fixed few seconds of it (0 samples seen)
+	"$W/stackfan" 60 &
 	wl=$!
 	"$BPFS" -F 999 --stack-entries 512 --mode $mode -d 2.5 -p "$wl" -v \
 		-o "$TMP/fan-$mode.folded" 2>"$TMP/fan-$mode.folded.err" &
@@ -89,7 +91,8 @@ for mode in aggregate stream; do
 		sleep 0.2
 	done
 	wait "$b" || fail "stacks map of 512 ($mode): bpfsampler failed" "$(cat "$TMP/fan-$mode.folded.err")"
-	wait "$wl"
+	kill "$wl"
+	wait "$wl" 2>/dev/null
 	f=$TMP/fan-$mode.folded
 	identity "stacks map of 512 ($mode)" "$f"
 	emptied=$(sed -n 's/.*stacks map: emptied \([0-9]*\) time.*/\1/p' "$f.err")
@@ -118,12 +121,13 @@ done
 # after the first 100 with a test knob): the rest of each emptying's
 # segments are dropped, the map still emptied, the run goes on, and the
 # drops are counted in the summary and the agent's metric.
-"$W/stackfan" 3 &
+"$W/stackfan" 60 &
 wl=$!
 BPFS_DEBUG_KEEP_FAIL=100 "$BPFS" -F 999 --stack-entries 512 -d 2 -p "$wl" \
 	-o "$TMP/keepfail.folded" 2>"$TMP/keepfail.err"
 rc=$?
-wait "$wl"
+kill "$wl"
+wait "$wl" 2>/dev/null
 emptied=$(sed -n 's/.*stacks map: emptied \([0-9]*\) time.*/\1/p' "$TMP/keepfail.err")
 dropped=$(sed -n 's/.*stacks map: \([0-9]*\) segments emptied out but not kept.*/\1/p' "$TMP/keepfail.err")
 warned=$(grep -c 'segments not kept (Cannot allocate memory)' "$TMP/keepfail.err")
