@@ -70,7 +70,7 @@ other=$(awk -v re="$life" '{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
 	fail "10,000 threads: threads named, samples in thread_work or the threads' lifecycle" \
 		"$named named; $all samples: $work thread_work, $other else; workers $wwork of $wall: $(grep -v ';thread_work' "$TMP/threads.ours" | grep -vE "$life" | sort -k2 -rn | head -5)"
 
-# --- Distinct deep stacks, far more than a stacks map of 512 holds: the
+# --- Distinct deep stacks, far more than a stacks map of 128 holds: the
 # loader empties the map whenever half of it has been filled, keeping the
 # segments, so nothing is lost and every sample keeps its whole stack;
 # memory bounded (bpfsampler's own peak RSS, the workload apart). Both
@@ -81,7 +81,7 @@ for mode in aggregate stream; do
 	# start-up can outlast a fixed few seconds of it (0 samples seen)
 	"$W/stackfan" 60 &
 	wl=$!
-	"$BPFS" -F 999 --stack-entries 512 --mode $mode -d 2.5 -p "$wl" -v \
+	"$BPFS" -F 999 --stack-entries 128 --mode $mode -d 2.5 -p "$wl" -v \
 		-o "$TMP/fan-$mode.folded" 2>"$TMP/fan-$mode.folded.err" &
 	b=$!
 	hwm=0
@@ -90,11 +90,11 @@ for mode in aggregate stream; do
 		[ -n "$h" ] && hwm=$h
 		sleep 0.2
 	done
-	wait "$b" || fail "stacks map of 512 ($mode): bpfsampler failed" "$(cat "$TMP/fan-$mode.folded.err")"
+	wait "$b" || fail "stacks map of 128 ($mode): bpfsampler failed" "$(cat "$TMP/fan-$mode.folded.err")"
 	kill "$wl"
 	wait "$wl" 2>/dev/null
 	f=$TMP/fan-$mode.folded
-	identity "stacks map of 512 ($mode)" "$f"
+	identity "stacks map of 128 ($mode)" "$f"
 	emptied=$(sed -n 's/.*stacks map: emptied \([0-9]*\) time.*/\1/p' "$f.err")
 	lost=$(awk '/^\[lost\]/ { s += $NF } END { print s + 0 }' "$f")
 	fan=$(samples_with "$f" fan_leaf)
@@ -102,18 +102,19 @@ for mode in aggregate stream; do
 	whole=$(samples_matching "$f" ';main;(fan;fan_[0-3];){24}fan;fan_leaf$')
 	distinct=$(grep -c 'fan_leaf ' "$f")
 	# more distinct stacks than the map holds (it was emptied), whatever
-	# CPU the fan got on a shared host (1500-2500 stacks alone)
-	[ "${emptied:-0}" -ge 2 ] && [ "$lost" = 0 ] && [ "$distinct" -gt 512 ] &&
-		[ "$fan" -gt 300 ] && [ "$whole" -ge $((fan * 95 / 100)) ] &&
-		pass "stacks map of 512 ($mode): emptied $emptied times, $distinct distinct stacks, none lost, $whole of $fan whole" ||
-		fail "stacks map of 512 ($mode): emptied, nothing lost, stacks whole" \
+	# CPU the fan got on a shared host (1500-2500 stacks alone, 230-410
+	# seen with the host loaded 20 times over)
+	[ "${emptied:-0}" -ge 2 ] && [ "$lost" = 0 ] && [ "$distinct" -gt 128 ] &&
+		[ "$fan" -gt 150 ] && [ "$whole" -ge $((fan * 95 / 100)) ] &&
+		pass "stacks map of 128 ($mode): emptied $emptied times, $distinct distinct stacks, none lost, $whole of $fan whole" ||
+		fail "stacks map of 128 ($mode): emptied, nothing lost, stacks whole" \
 			"emptied ${emptied:-0}, lost $lost, distinct $distinct, whole $whole of $fan; $(grep -E 'lost|stacks map' "$f.err")"
 	if [ -n "${SANITIZE:-}" ]; then
-		skip "stacks map of 512 ($mode): bpfsampler's memory bounded" "not measurable under -fsanitize=$SANITIZE (the plain suite checks it)"
+		skip "stacks map of 128 ($mode): bpfsampler's memory bounded" "not measurable under -fsanitize=$SANITIZE (the plain suite checks it)"
 	elif [ "$hwm" -gt 0 ] && [ "$hwm" -lt $((96 * 1024)) ]; then
-		pass "stacks map of 512 ($mode): bpfsampler peaked at $((hwm / 1024)) MB (bound 96)"
+		pass "stacks map of 128 ($mode): bpfsampler peaked at $((hwm / 1024)) MB (bound 96)"
 	else
-		fail "stacks map of 512 ($mode): bpfsampler's memory bounded" "VmHWM $hwm kB"
+		fail "stacks map of 128 ($mode): bpfsampler's memory bounded" "VmHWM $hwm kB"
 	fi
 done
 
@@ -123,7 +124,7 @@ done
 # drops are counted in the summary and the agent's metric.
 "$W/stackfan" 60 &
 wl=$!
-BPFS_DEBUG_KEEP_FAIL=100 "$BPFS" -F 999 --stack-entries 512 -d 2 -p "$wl" \
+BPFS_DEBUG_KEEP_FAIL=100 "$BPFS" -F 999 --stack-entries 128 -d 2 -p "$wl" \
 	-o "$TMP/keepfail.folded" 2>"$TMP/keepfail.err"
 rc=$?
 kill "$wl"
@@ -138,7 +139,7 @@ warned=$(grep -c 'segments not kept (Cannot allocate memory)' "$TMP/keepfail.err
 		"exit $rc, emptied ${emptied:-0}, dropped ${dropped:-0}: $(grep -E 'stacks map|not kept' "$TMP/keepfail.err")"
 "$W/stackfan" 4 &
 wl=$!
-BPFS_DEBUG_KEEP_FAIL=100 "$BPFS" agent -F 999 --stack-entries 512 -d 3.5 --interval 1 \
+BPFS_DEBUG_KEEP_FAIL=100 "$BPFS" agent -F 999 --stack-entries 128 -d 3.5 --interval 1 \
 	--output-dir "$TMP/keepspool" --metrics-file "$TMP/keep.prom" 2>"$TMP/keepagent.err"
 rc=$?
 wait "$wl"
@@ -151,7 +152,7 @@ m=$(awk '$1 == "bpfsampler_stack_segments_dropped_total" { print $2 }' "$TMP/kee
 # --- The same map filled faster than the loader empties it (it sleeps a
 # second after each drain): the samples that found it full are lost,
 # counted as such, and the summary says what to raise.
-profile "$TMP/fanfull.folded" -F 999 --stack-entries 512 --debug-reader-delay 1000 -d 2.5 -- "$W/stackfan" 3 ||
+profile "$TMP/fanfull.folded" -F 999 --stack-entries 128 --debug-reader-delay 1000 -d 2.5 -- "$W/stackfan" 3 ||
 	fail "stacks map full: bpfsampler failed" "$(cat "$TMP/fanfull.folded.err")"
 identity "stacks map full" "$TMP/fanfull.folded"
 full=$(awk '/^\[lost\];\[stacks map full\] / { print $NF }' "$TMP/fanfull.folded")
