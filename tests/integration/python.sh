@@ -152,10 +152,11 @@ for p in "${PYS[@]}"; do
 done
 
 # --- -- python3 script: two at a time (two CPUs). Start-up (ld.so, the
-# interpreter's own imports: about 0.2 s of CPU) is the process's too: 3 s
-# of work keep it under the 10% the promise leaves.
+# interpreter's own imports, the first samples' costs: 0.2-0.5 s of CPU on
+# a loaded machine) is the process's too: 5 s of work keep it well under
+# the 10% the promise leaves.
 run_cmd() {
-	pyprof -o "$TMP/cmd.$(comm_of "$1").folded" -F 1999 -- nice -n -10 "$TMP/bin/$(comm_of "$1")" "$SCRIPT" 3 2>"$TMP/cmd.$(comm_of "$1").folded.err"
+	pyprof -o "$TMP/cmd.$(comm_of "$1").folded" -F 1999 -- nice -n -10 "$TMP/bin/$(comm_of "$1")" "$SCRIPT" 5 2>"$TMP/cmd.$(comm_of "$1").folded.err"
 }
 for ((i = 0; i < ${#PYS[@]}; i += 2)); do
 	run_cmd "${PYS[i]}" &
