@@ -17,6 +17,10 @@ require_root python
 # machine it may lag a second behind (unwind tables being built): the
 # workloads stay a second after their work (asleep, no samples).
 export PYSHARES_LINGER=1
+# Likewise a new process's first samples carry Python frames only once the
+# loader has read its mappings: the workloads sleep a second before their
+# work (the lag measured here under load: up to 2.5 s, rarely).
+export PYSHARES_DELAY=1
 
 SCRIPT=$ROOT/tests/workloads/pyshares.py
 PYS=()

@@ -43,6 +43,7 @@ def encode(deadline):
 
 
 def main():
+    time.sleep(float(os.environ.get("PYSHARES_DELAY", "0")))
     if os.environ.get("PYSHARES_READY"):
         open(os.environ["PYSHARES_READY"], "w").close()
     while os.environ.get("PYSHARES_GO") and not os.path.exists(os.environ["PYSHARES_GO"]):
