@@ -281,6 +281,44 @@ struct {
 	__type(value, struct uwin);
 } uwindow SEC(".maps");
 
+/* Completion at return to user space: the thread's own context, where
+ * reads may fault pages in. One per thread at a time, keyed by tid; the
+ * walk's scratch lives here too, since this code can sleep and per-CPU
+ * scratch would be shared with whatever runs next on the CPU. */
+struct ucompletion {
+	struct bpf_task_work tw;
+	__u32 pid;
+	__u32 tid;
+	struct ustack st;
+	struct uwin win;
+	struct bpfs_stack seg;
+};
+
+/* LRU: entries are never deleted (the callback runs from its own entry);
+ * the least recently sampled threads make room. Sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ucompletion);
+} completions SEC(".maps");
+
+/*
+ * A perf_event program's context holds the user-space ABI's struct pt_regs
+ * (bpf_user_pt_regs_t), whose layout is fixed on x86-64 whatever the
+ * kernel's own struct pt_regs looks like: 6.18 made cs a 2-byte member of a
+ * union, 6.1 has an 8-byte field, and a CO-RE read relocated from one
+ * cannot load the other (the context takes 8-byte loads only). So these are
+ * plain offsets, with no relocation. volatile: clang would otherwise share
+ * loads at the same offsets across branches, a ctx access the verifier
+ * refuses.
+ */
+struct abi_regs {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di;
+	__u64 orig_ax, ip, cs, flags, sp, ss;
+};
+#define CTX_REG(ctx, r) (*(volatile __u64 *)&((struct abi_regs *)&(ctx)->regs)->r)
+
 /* A sample bucket of event ev. */
 static __always_inline void stat_inc_ev(__u32 ev, __u32 which)
 {
@@ -573,10 +611,28 @@ static __always_inline void seg_loss(__u32 which, bool in_sample)
  * once per call site and per state of each caller (inlined, it made
  * on_sample 157k processed instructions and ~290 ms of verification, most of
  * the start-up; now ~13k and ~20 ms). The price is one BPF-to-BPF call per
- * segment stored. Global functions may get any pointer, hence the NULL check.
+ * segment stored. It takes no pointer: the segment is found again here
+ * (seg_source), as a map value, since the 6.1 verifier refuses a global
+ * function's pointer argument as the value of a map update, and 5.10 takes
+ * no pointer argument but the context in a global function at all.
  */
-__noinline __u64 store_segment(const struct bpfs_stack *s, __u64 seed, bool in_sample)
+/* The segment to store: this CPU's scratch (src 0), or the one of the
+ * completion of thread src, which runs in task context where per-CPU
+ * scratch would be shared with whatever runs next on the CPU. */
+static __always_inline const struct bpfs_stack *seg_source(__u32 src)
 {
+	struct ucompletion *cw;
+	__u32 zero = 0;
+
+	if (!src)
+		return bpf_map_lookup_elem(&segscratch, &zero);
+	cw = bpf_map_lookup_elem(&completions, &src);
+	return cw ? &cw->seg : NULL;
+}
+
+__noinline __u64 store_segment(__u32 src, __u64 seed, bool in_sample)
+{
+	const struct bpfs_stack *s = seg_source(src);
 	__u64 id;
 
 	if (!s)
@@ -639,7 +695,7 @@ static __always_inline bool take_kernel_stack(void *ctx, struct bpfs_stack *s, _
 		stat_inc(BPFS_STAT_KSTACK_TRUNC);
 		*flags |= BPFS_F_KSTACK_TRUNC;
 	}
-	*id = store_segment(s, 0x6b, true);
+	*id = store_segment(0, 0x6b, true); /* s is segscratch's */
 	return *id != 0;
 }
 
@@ -759,6 +815,7 @@ static long walk_frame_sleepable(__u64 i, void *data)
 struct cut {
 	struct ustack *st;
 	struct bpfs_stack *seg;
+	__u32 src;   /* where store_segment finds seg again (seg_source) */
 	__u32 nr;    /* frames walked */
 	bool in_sample;
 	__u64 id;    /* last segment stored; 0 when storing failed */
@@ -783,15 +840,16 @@ static long cut_segment(__u64 j, void *data)
 	/* one helper call instead of a copy loop the verifier walks 127 times */
 	bpf_probe_read_kernel(c->seg->ips, (len & 0x7f) * sizeof(__u64),
 			      &c->st->ips[start & (BPFS_MAX_USER_DEPTH - 1)]);
-	c->id = store_segment(c->seg, 0x75, c->in_sample);
+	c->id = store_segment(c->src, 0x75, c->in_sample);
 	return c->id ? 0 : 1;
 }
 
 /* Cuts the walk in st into segments and stores them; the leaf segment's
  * id, or 0 when one could not be stored (counted). */
-static __always_inline __u64 store_walk(struct ustack *st, struct bpfs_stack *seg, bool in_sample)
+static __always_inline __u64 store_walk(struct ustack *st, struct bpfs_stack *seg, __u32 src,
+					bool in_sample)
 {
-	struct cut c = { .st = st, .seg = seg, .nr = st->nr, .in_sample = in_sample };
+	struct cut c = { .st = st, .seg = seg, .src = src, .nr = st->nr, .in_sample = in_sample };
 
 	bpf_loop(BPFS_MAX_USER_DEPTH / BPFS_SEG_FRAMES + 1, cut_segment, &c, 0);
 	return c.id;
@@ -818,28 +876,6 @@ static __always_inline void walk_from(struct ustack *st, __u64 ip, __u64 fp, __u
 	 * costs a search, never a wrong answer. A CPU sampling one process
 	 * again and again finds its mappings without a search. */
 }
-
-/* Completion at return to user space: the thread's own context, where
- * reads may fault pages in. One per thread at a time, keyed by tid; the
- * walk's scratch lives here too, since this code can sleep and per-CPU
- * scratch would be shared with whatever runs next on the CPU. */
-struct ucompletion {
-	struct bpf_task_work tw;
-	__u32 pid;
-	__u32 tid;
-	struct ustack st;
-	struct uwin win;
-	struct bpfs_stack seg;
-};
-
-/* LRU: entries are never deleted (the callback runs from its own entry);
- * the least recently sampled threads make room. Sized by the loader. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ucompletion);
-} completions SEC(".maps");
 
 /* Zeroes of a completion's size (no special fields: just bytes). */
 struct completion_zero {
@@ -881,7 +917,7 @@ static int complete_walk(struct bpf_map *map, void *key, void *value)
 			stat_inc_global(BPFS_STAT_COMPLETION_ERR);
 		return 0;
 	}
-	rec->ustack_id = store_walk(&cw->st, &cw->seg, false);
+	rec->ustack_id = store_walk(&cw->st, &cw->seg, cw->tid, false);
 	rec->time_ns = bpf_ktime_get_ns();
 	rec->pid = cw->pid;
 	rec->tid = cw->tid;
@@ -934,7 +970,7 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 					    struct bpfs_stack *seg, struct bpfs_count_key *key)
 {
 	__u32 *flags = &key->flags;
-	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
+	__u64 cs = CTX_REG(ctx, cs);
 	const struct bpfs_unwind_proc *proc = unwind_proc(key->pid);
 	struct walk w = {};
 	struct ustack *st;
@@ -946,10 +982,8 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 		return true;
 	w.st = st;
 	if (cs & 3) { /* interrupted in user mode: these are its registers */
-		/* volatile: clang would otherwise share these loads with the
-		 * ones below (same offsets), a ctx access the verifier refuses */
-		walk_from(st, *(volatile __u64 *)&ctx->regs.ip, *(volatile __u64 *)&ctx->regs.bp,
-			  *(volatile __u64 *)&ctx->regs.sp, use_task_work ? irq_depth : max_depth);
+		walk_from(st, CTX_REG(ctx, ip), CTX_REG(ctx, bp), CTX_REG(ctx, sp),
+			  use_task_work ? irq_depth : max_depth);
 	} else { /* in the kernel: the registers saved at kernel entry */
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
@@ -985,7 +1019,7 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 			stat_inc(BPFS_STAT_USTACK_BADFRAME);
 		*flags |= st->reason;
 	}
-	key->ustack_id = store_walk(st, seg, true);
+	key->ustack_id = store_walk(st, seg, 0, true);
 	return key->ustack_id != 0;
 }
 
@@ -1148,7 +1182,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	/* Interrupted in user mode there is no kernel stack: skip the helper,
 	 * which costs ~250 ns even when it finds nothing. */
-	if (collect_kernel && !(*(volatile __u64 *)&ctx->regs.cs & 3) &&
+	if (collect_kernel && !(CTX_REG(ctx, cs) & 3) &&
 	    !take_kernel_stack(ctx, seg, &key.kstack_id, &key.flags))
 		return 0;
 
