@@ -7,13 +7,13 @@
 # line with the tail of its console; a machine that cannot reach the
 # package registry (and has no cached kernel) gets a SKIP line.
 #   BPFS_KERNEL_CACHE    where kernels are kept (/var/cache/bpfsampler-kernels)
-#   BPFS_KERNEL_TIMEOUT  seconds a guest may take before it is killed (420)
+#   BPFS_KERNEL_TIMEOUT  seconds a guest may take before it is killed (600)
 #   BPFS_KERNEL_KEEP=1   keep each guest's results folder (console log, outputs)
 #   BPFS_GUEST_CHECKS    some of guest.sh's checks, by name (all of them)
 source "$(dirname "$0")/../integration/lib.sh"
 require_root kernels
 HERE=$ROOT/tests/kernels
-TIMEOUT=${BPFS_KERNEL_TIMEOUT:-420}
+TIMEOUT=${BPFS_KERNEL_TIMEOUT:-600}
 [ $# -gt 0 ] || set -- 6.1
 
 if ! command -v qemu-system-x86_64 >/dev/null || ! busybox --list 2>/dev/null | grep -qx cpio; then
