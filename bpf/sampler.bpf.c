@@ -360,13 +360,14 @@ static __always_inline void recs_busy_put(void)
 	__u64 *busy = bpf_map_lookup_elem(&recs_busy, &zero);
 
 	if (busy)
-		__sync_fetch_and_sub(busy, 1);
+		__sync_fetch_and_add(busy, -1ULL); /* an add: a sub is a fetching atomic (5.12) */
 }
 
 /* The part of sending a record before the slot: raises this CPU's busy
  * count and returns its sequence counter, or NULL when the loader has
- * stopped taking records (no number taken, busy count given back). */
-static __always_inline __u64 *rec_enter(void *ring)
+ * stopped taking records (no number taken, busy count given back).
+ * compat: the program variant for kernels before 5.19 (see on_sample). */
+static __always_inline __u64 *rec_enter(void *ring, const bool compat)
 {
 	__u32 zero = 0;
 	__u64 *seq, *busy;
@@ -377,10 +378,14 @@ static __always_inline __u64 *rec_enter(void *ring)
 		return NULL;
 	/* A fetching atomic (a full barrier, also on arm64) before the flag
 	 * is read: the loader sets the flag, then reads the busy counts. The
-	 * comparison, never true, only makes clang keep the fetching form. */
-	if (__sync_fetch_and_add(busy, 1) == (1ULL << 63) ||
+	 * comparison, never true, only makes clang keep the fetching form.
+	 * Fetching atomics came in 5.12: before, the plain locked add, which
+	 * is a full barrier on x86-64 too (the only target built). */
+	if (compat)
+		__sync_fetch_and_add(busy, 1);
+	if ((!compat && __sync_fetch_and_add(busy, 1) == (1ULL << 63)) ||
 	    *(volatile __u32 *)&recs_stop) {
-		__sync_fetch_and_sub(busy, 1);
+		__sync_fetch_and_add(busy, -1ULL); /* an add: a sub is a fetching atomic (5.12) */
 		stat_inc_global(BPFS_STAT_RECS_AFTER_STOP);
 		return NULL;
 	}
@@ -394,25 +399,41 @@ static __always_inline void rec_unsent(void)
 	recs_busy_put();
 }
 
+/* The next sequence number of this CPU. Atomic: a completion callback or
+ * an exec in task context and the sampling interrupt share the counter.
+ * The compat variant has no fetching atomics (5.12) and needs none: only
+ * its sampling program sends records there, and a perf_event program never
+ * nests on a CPU (bpf_prog_active). */
+static __always_inline __u64 seq_take(__u64 *seq, const bool compat)
+{
+	__u64 s;
+
+	if (!compat)
+		return __sync_fetch_and_add(seq, 1) + 1;
+	s = *seq + 1;
+	*seq = s;
+	return s;
+}
+
 /* Reserves a record on this CPU's ring and fills its header; NULL when the
  * ring is full (the sequence number is spent anyway: a visible gap) or
  * when the loader has stopped taking records (no number taken). A record
  * returned must go to rec_submit. */
-static __always_inline void *rec_reserve(void *ring, __u32 size, __u32 type)
+static __always_inline void *rec_reserve(void *ring, __u32 size, __u32 type, const bool compat)
 {
 	struct bpfs_rec_hdr *hdr;
 	__u64 *seq, s;
 
-	seq = rec_enter(ring);
+	seq = rec_enter(ring, compat);
 	if (!seq)
 		return NULL;
-	if (use_task_work)
+	/* !compat: no kfunc call at all in the compat variant (5.10 knows
+	 * none, even in code the verifier would prune) */
+	if (!compat && use_task_work)
 		bpf_preempt_disable();
-	/* atomic: a completion callback in task context and the sampling
-	 * interrupt share this CPU's counter */
-	s = __sync_fetch_and_add(seq, 1) + 1;
+	s = seq_take(seq, compat);
 	hdr = bpf_ringbuf_reserve(ring, size, 0);
-	if (use_task_work)
+	if (!compat && use_task_work)
 		bpf_preempt_enable();
 	if (!hdr) {
 		rec_unsent();
@@ -434,7 +455,7 @@ static __always_inline bool rec_reserve_dynptr(void *ring, __u32 size, __u32 typ
 	__u64 *seq;
 	long err;
 
-	seq = rec_enter(ring);
+	seq = rec_enter(ring, false);
 	if (!seq)
 		return false;
 	if (use_task_work)
@@ -556,6 +577,38 @@ static __always_inline bool seg_equal(const struct bpfs_stack *a, const struct b
 	return !l.differ;
 }
 
+/* The same without bpf_loop (5.17), for the compat variant: a bounded loop
+ * the verifier walks frame by frame, once, inside the global function. */
+static __always_inline __u64 seg_hash_compat(const struct bpfs_stack *s, __u64 seed)
+{
+	__u64 h = mix64(seed ^ s->nr ^ mix64(s->parent));
+	__u32 nr = seg_nr(s);
+
+	for (__u32 i = 0; i < BPFS_SEG_FRAMES; i++) {
+		if (i >= nr)
+			break;
+		h = (h ^ s->ips[i]) * 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 29;
+	}
+	return mix64(h);
+}
+
+static __always_inline bool seg_equal_compat(const struct bpfs_stack *a,
+					     const struct bpfs_stack *b)
+{
+	__u32 nr = seg_nr(a);
+
+	if (a->nr != b->nr || a->parent != b->parent)
+		return false;
+	for (__u32 i = 0; i < BPFS_SEG_FRAMES; i++) {
+		if (i >= nr)
+			break;
+		if (a->ips[i] != b->ips[i])
+			return false;
+	}
+	return true;
+}
+
 /* Stream mode: a segment new to `stacks` goes to the loader once. If the
  * record cannot be reserved the segment stays in the map, and the loader
  * reads it from there when a sample needs it. */
@@ -586,6 +639,43 @@ static __always_inline void send_segment(__u64 id, const struct bpfs_stack *s)
 		body = sizeof(*s);
 	bpf_dynptr_write(&dp, sizeof(head), (void *)s, body, 0);
 	rec_submit_dynptr(ring, &dp);
+}
+
+/* A stack record built whole before it is sent (no dynptr before 5.19). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bpfs_rec_stack);
+} recscratch SEC(".maps");
+
+/* send_segment for the compat variant: the record is built in recscratch
+ * and copied into the ring by bpf_ringbuf_output, only as long as its
+ * frames. */
+static __always_inline void send_segment_compat(__u64 id, const struct bpfs_stack *s)
+{
+	__u32 zero = 0, nr = seg_nr(s), size = BPFS_REC_STACK_SIZE(nr);
+	struct bpfs_rec_stack *rec = bpf_map_lookup_elem(&recscratch, &zero);
+	void *ring = this_ring();
+	__u64 *seq;
+
+	if (!ring || !rec || !(seq = rec_enter(ring, true))) {
+		stat_inc_global(BPFS_STAT_STACK_RECS_LOST);
+		return;
+	}
+	rec->hdr.type = BPFS_REC_STACK;
+	rec->hdr.cpu = bpf_get_smp_processor_id();
+	rec->hdr.seq = seq_take(seq, true);
+	rec->id = id;
+	bpf_probe_read_kernel(&rec->seg, sizeof(rec->seg), s);
+	if (size > sizeof(*rec))
+		size = sizeof(*rec);
+	if (bpf_ringbuf_output(ring, rec, size, wakeup_flags(ring))) {
+		rec_unsent();
+		stat_inc_global(BPFS_STAT_STACK_RECS_LOST);
+		return;
+	}
+	recs_busy_put();
 }
 
 /*
@@ -630,14 +720,15 @@ static __always_inline const struct bpfs_stack *seg_source(__u32 src)
 	return cw ? &cw->seg : NULL;
 }
 
-__noinline __u64 store_segment(__u32 src, __u64 seed, bool in_sample)
+static __always_inline __u64 store_segment_in(__u32 src, __u64 seed, bool in_sample,
+					      const bool compat)
 {
 	const struct bpfs_stack *s = seg_source(src);
 	__u64 id;
 
 	if (!s)
 		return 0;
-	id = seg_hash(s, seed) & stack_id_mask;
+	id = (compat ? seg_hash_compat(s, seed) : seg_hash(s, seed)) & stack_id_mask;
 
 	for (int probe = 0; probe < BPFS_STACK_PROBES; probe++) {
 		struct bpfs_stack *old;
@@ -650,8 +741,14 @@ __noinline __u64 store_segment(__u32 src, __u64 seed, bool in_sample)
 			err = bpf_map_update_elem(&stacks, &id, s, BPF_NOEXIST);
 			if (!err) {
 				__sync_fetch_and_add(&stacks_stored, 1);
-				if (mode == BPFS_MODE_STREAM)
-					send_segment(id, s);
+				/* one read of mode: the compat
+				 * variant must not keep send_segment */
+				if (mode == BPFS_MODE_STREAM) {
+					if (compat)
+						send_segment_compat(id, s);
+					else
+						send_segment(id, s);
+				}
 				return id;
 			}
 			if (err == -EBUSY) {
@@ -667,7 +764,7 @@ __noinline __u64 store_segment(__u32 src, __u64 seed, bool in_sample)
 			if (!old)
 				continue;
 		}
-		if (seg_equal(old, s))
+		if (compat ? seg_equal_compat(old, s) : seg_equal(old, s))
 			return id;
 		id = mix64(id + 0x9e3779b97f4a7c15ULL) & stack_id_mask;
 	}
@@ -675,10 +772,21 @@ __noinline __u64 store_segment(__u32 src, __u64 seed, bool in_sample)
 	return 0;
 }
 
+__noinline __u64 store_segment(__u32 src, __u64 seed, bool in_sample)
+{
+	return store_segment_in(src, seed, in_sample, false);
+}
+
+/* The compat variant's: this CPU's scratch only (it has no completions). */
+__noinline __u64 store_segment_compat(__u64 seed, bool in_sample)
+{
+	return store_segment_in(0, seed, in_sample, true);
+}
+
 /* The kernel stack through the kernel's own unwinder, as one segment. A
  * stack that cannot be read is not a drop: the sample is kept, marked. */
 static __always_inline bool take_kernel_stack(void *ctx, struct bpfs_stack *s, __u64 *id,
-					      __u32 *flags)
+					      __u32 *flags, const bool compat)
 {
 	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
 
@@ -695,7 +803,8 @@ static __always_inline bool take_kernel_stack(void *ctx, struct bpfs_stack *s, _
 		stat_inc(BPFS_STAT_KSTACK_TRUNC);
 		*flags |= BPFS_F_KSTACK_TRUNC;
 	}
-	*id = store_segment(0, 0x6b, true); /* s is segscratch's */
+	/* s is segscratch's */
+	*id = compat ? store_segment_compat(0x6b, true) : store_segment(0, 0x6b, true);
 	return *id != 0;
 }
 
@@ -910,7 +1019,7 @@ static int complete_walk(struct bpf_map *map, void *key, void *value)
 	if (!proc)
 		cw->st.reason |= BPFS_F_USTACK_UNCHECKED;
 	ring = this_ring();
-	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_COMPLETE);
+	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_COMPLETE, false);
 	if (!rec) {
 		/* after the stop: counted as such, not as a failure */
 		if (!*(volatile __u32 *)&recs_stop)
@@ -1036,12 +1145,13 @@ static __always_inline bool selected(__u32 pid, __u32 tid)
 }
 
 /* The partial record: what the interrupt knows about one sample. */
-static __always_inline bool send_sample(const struct bpfs_count_key *key, __u64 period)
+static __always_inline bool send_sample(const struct bpfs_count_key *key, __u64 period,
+					const bool compat)
 {
 	void *ring = this_ring();
 	struct bpfs_rec_sample *rec;
 
-	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_SAMPLE);
+	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_SAMPLE, compat);
 	if (!rec)
 		return false;
 	rec->time_ns = bpf_ktime_get_ns();
@@ -1058,11 +1168,18 @@ static __always_inline bool send_sample(const struct bpfs_count_key *key, __u64 
 	return true;
 }
 
-static __always_inline void announce_process(const struct bpfs_count_key *key)
+/* The current task: a BTF pointer whose fields are direct loads, or in the
+ * compat variant (bpf_get_current_task_btf is 5.11) a plain address whose
+ * fields are read by BPF_CORE_READ. */
+#define CUR_TASK(compat)                                                                   \
+	((compat) ? (struct task_struct *)bpf_get_current_task() : bpf_get_current_task_btf())
+#define TASK_MM(task, compat) ((compat) ? BPF_CORE_READ(task, mm) : (task)->mm)
+
+static __always_inline void announce_process(const struct bpfs_count_key *key, const bool compat)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = CUR_TASK(compat);
 	struct seen_key sk = { .pid = key->pid }, *last;
-	struct mm_struct *mm = task->mm;
+	struct mm_struct *mm = TASK_MM(task, compat);
 	struct bpfs_rec_new_key *rec;
 	__u32 zero = 0;
 	void *ring;
@@ -1071,7 +1188,10 @@ static __always_inline void announce_process(const struct bpfs_count_key *key)
 	if (key->pid == loader_pid)
 		return;
 	__builtin_memcpy(sk.comm, key->comm, sizeof(sk.comm));
-	sk.map_count = mm ? mm->map_count : 0; /* direct BTF loads, no helper */
+	if (compat)
+		sk.map_count = mm ? BPF_CORE_READ(mm, map_count) : 0;
+	else
+		sk.map_count = mm ? mm->map_count : 0; /* direct BTF loads, no helper */
 	last = bpf_map_lookup_elem(&last_seen, &zero);
 	if (last && last->pid == sk.pid && last->map_count == sk.map_count &&
 	    *(__u64 *)last->comm == *(__u64 *)sk.comm &&
@@ -1083,7 +1203,7 @@ static __always_inline void announce_process(const struct bpfs_count_key *key)
 		return;
 	bpf_map_update_elem(&seen, &sk, &one, BPF_ANY);
 	ring = this_ring();
-	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_NEW_KEY);
+	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_NEW_KEY, compat);
 	if (!rec) {
 		stat_inc_global(BPFS_STAT_NOTIFY_LOST);
 		return;
@@ -1091,7 +1211,7 @@ static __always_inline void announce_process(const struct bpfs_count_key *key)
 	rec->pid = key->pid;
 	rec->tid = key->tid;
 	rec->ppid = BPF_CORE_READ(task, real_parent, tgid);
-	rec->mm = (__u64)task->mm;
+	rec->mm = (__u64)mm;
 	__builtin_memcpy(rec->comm, key->comm, sizeof(rec->comm));
 	/* wake the loader now: a process may live only milliseconds */
 	if (announce_now) {
@@ -1112,7 +1232,8 @@ static __always_inline bool add_count(struct bpfs_count_val *val, __u64 period, 
 
 /* Aggregate mode. A full map spills the sample to the ring, as pprof's
  * in-process table evicts to its log, rather than losing it. */
-static __always_inline void count_sample(const struct bpfs_count_key *key, __u64 period)
+static __always_inline void count_sample(const struct bpfs_count_key *key, __u64 period,
+					 const bool compat)
 {
 	struct bpfs_count_val *val, init = { 1, period };
 	long err;
@@ -1130,21 +1251,53 @@ static __always_inline void count_sample(const struct bpfs_count_key *key, __u64
 		if (val && add_count(val, period, key->event))
 			return;
 	}
-	if (send_sample(key, period))
+	if (send_sample(key, period, compat))
 		stat_inc(BPFS_STAT_SPILLED);
 	else
 		stat_inc(err == -EBUSY ? BPFS_STAT_LOST_BUSY : BPFS_STAT_LOST_COUNTS_FULL);
 }
 
-SEC("perf_event")
-int on_sample(struct bpf_perf_event_data *ctx)
+/* The user stack in the compat variant: the kernel's own frame-pointer
+ * walker (bpf_get_stack), which finds the user registers itself wherever the
+ * sample landed (bpf_task_pt_regs is 5.15), up to perf_event_max_stack
+ * frames, one segment. No unwind tables: they need bpf_loop (5.17). */
+static __always_inline bool take_user_stack_compat(struct bpf_perf_event_data *ctx,
+						   struct bpfs_stack *seg,
+						   struct bpfs_count_key *key)
+{
+	__u32 frames = max_depth < BPFS_SEG_FRAMES ? max_depth : BPFS_SEG_FRAMES;
+	long n = bpf_get_stack(ctx, seg->ips, (frames & 0x7f) * sizeof(__u64), BPF_F_USER_STACK);
+
+	key->flags |= BPFS_F_USTACK_UNCHECKED;
+	if (n < 0) {
+		stat_inc(BPFS_STAT_USTACK_ERR);
+		key->flags |= BPFS_F_USTACK_ERR;
+		return true;
+	}
+	seg->nr = n / sizeof(__u64);
+	seg->parent = 0;
+	if (!seg->nr)
+		return true;
+	if (seg->nr >= frames) {
+		stat_inc(BPFS_STAT_USTACK_TRUNC);
+		key->flags |= BPFS_F_USTACK_TRUNC;
+	}
+	key->ustack_id = store_segment_compat(0x75, true);
+	return key->ustack_id != 0;
+}
+
+/* The sample: the full variant, or the compat one for kernels before 5.19,
+ * chosen by the constant compat so that clang leaves in each only the
+ * helpers its kernels have. */
+static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 ev, const bool compat)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct bpfs_count_key key = {};
 	struct task_struct *task;
 	struct bpfs_stack *seg;
-	__u32 zero = 0, *cur, ev = bpf_get_attach_cookie(ctx);
+	__u32 zero = 0, *cur;
+	bool user_ok;
 
 	/* for the counters deep down (store_segment) */
 	cur = bpf_map_lookup_elem(&cur_event, &zero);
@@ -1171,48 +1324,82 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	/* Two direct BTF loads instead of the helper's call and string copy;
 	 * a comm changing under us may come out torn (the loader reads it as
 	 * 16 bytes, NUL-terminated or not), as perf's own read may. */
-	task = bpf_get_current_task_btf();
-	*(__u64 *)key.comm = *(volatile __u64 *)task->comm;
-	*(__u64 *)&key.comm[8] = *(volatile __u64 *)&task->comm[8];
+	task = CUR_TASK(compat);
+	if (compat) {
+		bpf_get_current_comm(key.comm, sizeof(key.comm));
+	} else {
+		*(__u64 *)key.comm = *(volatile __u64 *)task->comm;
+		*(__u64 *)&key.comm[8] = *(volatile __u64 *)&task->comm[8];
+	}
 	if (track_maps)
 		key.map_gen = map_gen_of(pid);
-	announce_process(&key);
+	announce_process(&key, compat);
 	if (CUT(2))
 		return 0;
 
 	/* Interrupted in user mode there is no kernel stack: skip the helper,
 	 * which costs ~250 ns even when it finds nothing. */
 	if (collect_kernel && !(CTX_REG(ctx, cs) & 3) &&
-	    !take_kernel_stack(ctx, seg, &key.kstack_id, &key.flags))
+	    !take_kernel_stack(ctx, seg, &key.kstack_id, &key.flags, compat))
 		return 0;
 
 	if (CUT(3))
 		return 0;
-	if (!task->mm)
+	if (!TASK_MM(task, compat)) {
 		key.flags |= BPFS_F_KTHREAD; /* kernel thread: no user stack */
-	else if (collect_user && !take_user_stack(ctx, seg, &key))
-		return 0;
+	} else if (collect_user) {
+		user_ok = compat ? take_user_stack_compat(ctx, seg, &key)
+				 : take_user_stack(ctx, seg, &key);
+		if (!user_ok)
+			return 0;
+	}
 	if (CUT(5))
 		return 0;
 
 	if (key.flags & BPFS_F_USTACK_PENDING) {
 		/* Its user stack comes later: the loader waits for it. */
-		if (send_sample(&key, ctx->sample_period))
+		if (send_sample(&key, ctx->sample_period, compat))
 			stat_inc(BPFS_STAT_DEFERRED);
 		else
 			stat_inc(BPFS_STAT_LOST_RING_FULL);
 		return 0;
 	}
 	if (mode == BPFS_MODE_STREAM) {
-		if (send_sample(&key, ctx->sample_period))
+		if (send_sample(&key, ctx->sample_period, compat))
 			stat_inc(BPFS_STAT_STREAMED);
 		else
 			stat_inc(BPFS_STAT_LOST_RING_FULL);
 		return 0;
 	}
-	count_sample(&key, ctx->sample_period);
+	count_sample(&key, ctx->sample_period, compat);
 	return 0;
 }
+
+/* Kernels from 5.19 (features.c says which helpers): the event is the
+ * attach cookie. */
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	return sample(ctx, bpf_get_attach_cookie(ctx), false);
+}
+
+/* Kernels before 5.19: no attach cookie before 5.15, so one program per
+ * event index (BPFS_MAX_EVENTS), only those in use loaded. */
+#define ON_SAMPLE_COMPAT(n)                                                                \
+	SEC("perf_event")                                                                  \
+	int on_sample_compat##n(struct bpf_perf_event_data *ctx)                           \
+	{                                                                                  \
+		return sample(ctx, n, true);                                               \
+	}
+ON_SAMPLE_COMPAT(0)
+ON_SAMPLE_COMPAT(1)
+ON_SAMPLE_COMPAT(2)
+ON_SAMPLE_COMPAT(3)
+ON_SAMPLE_COMPAT(4)
+ON_SAMPLE_COMPAT(5)
+ON_SAMPLE_COMPAT(6)
+ON_SAMPLE_COMPAT(7)
+_Static_assert(BPFS_MAX_EVENTS == 8, "one compat program per event index");
 
 /* With -- command: follow the command's children (threads share the tgid
  * and need nothing). */
@@ -1250,7 +1437,7 @@ static __always_inline void send_exec(__u32 pid, __u64 mm)
 	bpf_map_update_elem(&mapgens, &pid, &gen, BPF_ANY);
 	__sync_fetch_and_add(&map_gen_epoch, 1);
 	ring = this_ring();
-	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_MAP);
+	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_MAP, false);
 	if (!rec) {
 		stat_inc_global(BPFS_STAT_MAP_RECS_LOST);
 		return;

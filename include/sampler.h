@@ -103,6 +103,9 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out);
  * command, forked by bpfsampler and not yet exec'd). */
 int sampler__add_filter(struct sampler *s, uint32_t id, bool after_exec);
 int sampler__start(struct sampler *s);
+/* How user stacks are walked: the --unwind asked for, or frame pointers
+ * where the kernel runs the compat program (no unwind tables there). */
+enum bpfs_unwind_mode sampler__unwind(const struct sampler *s);
 /* Whether executable mappings are followed as they are made (after start):
  * on_mapping is called for file mappings, BPFS_REC_MAP records come for
  * execs, and samples carry their process's map_gen. */

@@ -3,8 +3,10 @@
 #
 # The header is committed (see docs/design.md, "Build"): CO-RE programs are
 # relocated against the target kernel's BTF at load time, so one header serves
-# every kernel with BTF, and a build machine needs neither BTF nor bpftool
-# access to /sys. Regenerate it only to use types or kfuncs of a newer kernel.
+# every kernel with BTF as long as each read survives a change of layout
+# (docs/design.md, "Kernels"), and a build machine needs neither BTF nor
+# bpftool access to /sys. Regenerate it only to use types or kfuncs of a newer
+# kernel, then run make check-kernels.
 set -eu
 btf=${1:-/sys/kernel/btf/vmlinux}
 out=${2:-$(dirname "$0")/../vmlinux/vmlinux.h}

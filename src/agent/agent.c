@@ -601,7 +601,7 @@ static int agent__setup(struct agent *a)
 	so.on_mappings_lost = symbolizer__on_mappings_lost;
 	so.map_ctx = a->sym;
 	err = sampler__new(&so, &a->s);
-	if (!err && o->unwind != BPFS_UNWIND_FP)
+	if (!err && sampler__unwind(a->s) != BPFS_UNWIND_FP)
 		err = unwinder__start(a->s, a->sym, o->unwind_rows, o->unwind_keep, &a->uw);
 	if (err)
 		return err;

@@ -11,6 +11,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf_features.h"
 #include "features.h"
 #include "sideband.h"
 #include "log.h"
@@ -226,37 +227,22 @@ int features__check(void)
 	return 0;
 }
 
-/* Whether the kernel's BTF has a function (or kfunc) of this name. */
-static bool kernel_has_func(const char *name)
-{
-	struct btf *btf = btf__load_vmlinux_btf();
-	bool has = btf && btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) > 0;
-
-	btf__free(btf);
-	return has;
-}
-
 bool features__has_task_work(void)
 {
-	static int has = -1;
-
-	/* Linux 6.18 added the kfunc bpf_task_work_schedule_resume_impl. */
-	if (has < 0)
-		has = kernel_has_func("bpf_task_work_schedule_resume_impl");
-	return has;
+	/* Its records are numbered with preemption off (sampler.bpf.c). */
+	return bpf_features__has(BPFF_TASK_WORK) && bpf_features__has(BPFF_PREEMPT_KFUNCS) &&
+	       bpf_features__full_sampler();
 }
 
 bool features__has_mmap_tracking(void)
 {
-	static int has = -1;
-
 	/* perf's side-band records (a dummy event with mmap2, Linux 3.16;
-	 * use_clockid, 4.1) for mappings, and the BTF raw tracepoint
-	 * sched_process_exec (tp_btf, 5.5) for execs: neither costs a system
-	 * call anything. */
-	if (has < 0)
-		has = sideband__supported() && have_btf();
-	return has;
+	 * use_clockid, 4.1) for mappings, and the BTF tracepoint
+	 * sched_process_exec for execs: neither costs a system call
+	 * anything. Exec gens are taken with a fetching atomic (5.12): the
+	 * full sampler's. */
+	return sideband__supported() && bpf_features__has(BPFF_TP_BTF) &&
+	       bpf_features__full_sampler();
 }
 
 void features__print(FILE *f)
@@ -280,4 +266,5 @@ void features__print(FILE *f)
 	fprintf(f, "possible CPUs:                    %d\n", features__nr_cpus());
 	fprintf(f, "perf_event_max_sample_rate:       %ld\n", features__max_sample_rate());
 	fprintf(f, "perf_event_max_stack:             %ld\n", features__max_stack());
+	bpf_features__print(f);
 }

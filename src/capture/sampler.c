@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "events.h"
+#include "bpf_features.h"
 #include "features.h"
 #include "log.h"
 #include "int_list.h"
@@ -151,6 +152,42 @@ void sampler__memory(const struct sampler_opts *o, int nr_rings, struct sampler_
 	out->total = out->counts + out->stacks + out->rings;
 }
 
+/* The compat program, kernels before 5.19 (docs/design.md, "Kernels"):
+ * one per event index, since it has no attach cookie; only those in use
+ * are loaded. The full program is left out. */
+static int choose_program(struct sampler *s)
+{
+	bool full = bpf_features__full_sampler();
+	struct bpf_program *p;
+	char name[32];
+	int err = bpf_program__set_autoload(s->skel->progs.on_sample, full);
+
+	for (int ev = 0; ev < BPFS_MAX_EVENTS && !err; ev++) {
+		snprintf(name, sizeof(name), "on_sample_compat%d", ev);
+		p = bpf_object__find_program_by_name(s->skel->obj, name);
+		err = p ? bpf_program__set_autoload(p, !full && (size_t)ev < s->opts.events->nr)
+			: -ENOENT;
+	}
+	return err;
+}
+
+/* The compat program walks no unwind tables (they need bpf_loop): user
+ * stacks through frame pointers, said once. */
+static void settle_unwind(struct sampler *s)
+{
+	if (s->opts.unwind == BPFS_UNWIND_FP || bpf_features__full_sampler())
+		return;
+	if (s->opts.unwind == BPFS_UNWIND_DWARF)
+		p_warn("--unwind dwarf: this kernel has no %s (Linux %s): user stacks are "
+		       "walked through frame pointers", bpf_features__name(BPFF_LOOP),
+		       bpf_features__since(BPFF_LOOP));
+	else
+		p_info("no unwind tables on this kernel (no %s, Linux %s): user stacks "
+		       "through frame pointers", bpf_features__name(BPFF_LOOP),
+		       bpf_features__since(BPFF_LOOP));
+	s->opts.unwind = BPFS_UNWIND_FP;
+}
+
 static int configure(struct sampler *s)
 {
 	const struct sampler_opts *o = &s->opts;
@@ -220,6 +257,8 @@ static int configure(struct sampler *s)
 		err = bpf_program__set_autoload(skel->progs.on_command_exec, o->follow_children);
 	if (!err)
 		err = bpf_program__set_autoload(skel->progs.on_exec, skel->rodata->track_maps);
+	if (!err)
+		err = choose_program(s);
 	return err;
 }
 
@@ -387,6 +426,33 @@ static int open_sideband(struct sampler *s)
 	return err;
 }
 
+/* Names what the kernel lacks, and the next step. */
+static void load_failed(int err)
+{
+	enum bpf_feature miss = bpf_features__first_missing();
+
+	if (bpf_features__full_sampler())
+		p_err("cannot load the BPF programs: %s; this kernel has every feature they "
+		      "need (bpfsampler --version -v): please report it with the verifier log "
+		      "of bpfsampler -vv", strerror(-err));
+	else
+		p_err("cannot load the BPF programs: %s; this kernel lacks %s (Linux %s) and "
+		      "more (bpfsampler --version -v), and the program for older kernels "
+		      "failed too: please report it with the verifier log of bpfsampler -vv",
+		      strerror(-err), bpf_features__name(miss), bpf_features__since(miss));
+}
+
+/* The floor: ring buffers (5.8) and BTF, checked before anything is made. */
+static int check_floor(void)
+{
+	if (bpf_features__has(BPFF_RINGBUF))
+		return 0;
+	p_err("this kernel has no %s (Linux %s): bpfsampler needs Linux 5.8 or later with "
+	      "BTF (Debian 11's 5.10 and every later Debian kernel work)",
+	      bpf_features__name(BPFF_RINGBUF), bpf_features__since(BPFF_RINGBUF));
+	return -EOPNOTSUPP;
+}
+
 int sampler__new(const struct sampler_opts *o, struct sampler **out)
 {
 	struct sampler *s;
@@ -399,6 +465,10 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out)
 	s->epfd = -1;
 	s->keep_fail_after = -1;
 	s->opts = *o;
+	settle_unwind(s);
+	err = check_floor();
+	if (err)
+		goto err_free;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0) {
 		err = -errno;
@@ -427,9 +497,7 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out)
 	}
 	err = sampler_bpf__load(s->skel);
 	if (err) {
-		p_err("cannot load the BPF programs: %s (run with -vv for the verifier log; "
-		      "the kernel needs BTF and BPF ring buffers, Linux 5.8 or later)",
-		      strerror(-err));
+		load_failed(err);
 		goto err_free;
 	}
 	err = install_rings(s);
@@ -459,6 +527,18 @@ int sampler__add_filter(struct sampler *s, uint32_t id, bool after_exec)
 	if (err)
 		p_err("cannot add %u to the BPF filter: %s", id, strerror(-err));
 	return err;
+}
+
+/* The program for perf event i: the full one (its event is the cookie), or
+ * the compat one of its event. */
+static struct bpf_program *sample_program(struct sampler *s, int i)
+{
+	char name[32];
+
+	if (bpf_features__full_sampler())
+		return s->skel->progs.on_sample;
+	snprintf(name, sizeof(name), "on_sample_compat%d", perf_events__event(s->events, i));
+	return bpf_object__find_program_by_name(s->skel->obj, name);
 }
 
 int sampler__start(struct sampler *s)
@@ -504,7 +584,7 @@ int sampler__start(struct sampler *s)
 		LIBBPF_OPTS(bpf_perf_event_opts, popts,
 			    .bpf_cookie = perf_events__event(s->events, i));
 
-		s->links[i] = bpf_program__attach_perf_event_opts(s->skel->progs.on_sample,
+		s->links[i] = bpf_program__attach_perf_event_opts(sample_program(s, i),
 								  perf_events__fd(s->events, i),
 								  &popts);
 		if (!s->links[i]) {
@@ -520,6 +600,11 @@ int sampler__start(struct sampler *s)
 	if (err)
 		p_err("cannot enable the perf events: %s", strerror(-err));
 	return err;
+}
+
+enum bpfs_unwind_mode sampler__unwind(const struct sampler *s)
+{
+	return s->opts.unwind;
 }
 
 bool sampler__tracks_mappings(const struct sampler *s)

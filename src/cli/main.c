@@ -881,7 +881,7 @@ static int run_setup(struct run *r)
 	 * own forked child */
 	if (!err && r->cmd)
 		err = sampler__add_filter(r->s, command__pid(r->cmd), true);
-	if (!err && o->unwind != BPFS_UNWIND_FP)
+	if (!err && sampler__unwind(r->s) != BPFS_UNWIND_FP)
 		err = unwinder__start(r->s, r->sym, o->unwind_rows, o->unwind_keep, &r->uw);
 	if (!err)
 		err = fold_setup(r);

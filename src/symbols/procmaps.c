@@ -201,6 +201,15 @@ static int query_maps(int fd, int pid, struct procmaps **out)
 	return 0;
 }
 
+bool procmaps__has_query(void)
+{
+	struct procmaps *pm = NULL;
+
+	if (have_query == QUERY_UNKNOWN && !procmaps__load(getpid(), &pm))
+		procmaps__free(pm);
+	return have_query == QUERY_YES;
+}
+
 int procmaps__load(int pid, struct procmaps **out)
 {
 	char path[64];

@@ -93,7 +93,7 @@ summary_field() { # FILE.err REGEX -> first number after the regex
 }
 
 # Our BPF programs currently loaded (bpftool names them by function).
-our_progs() { bpftool prog show 2>/dev/null | grep -cE ' name (on_sample|on_fork) '; }
+our_progs() { bpftool prog show 2>/dev/null | grep -cE ' name (on_sample[a-z0-9_]*|on_fork) '; }
 our_links() { bpftool link show 2>/dev/null | grep -c 'prog .*' ; }
 
 # identity NAME FOLDED: the summary's buckets add up, and the folded lines
