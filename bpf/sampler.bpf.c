@@ -783,12 +783,14 @@ __noinline __u64 store_segment_compat(__u64 seed, bool in_sample)
 	return store_segment_in(0, seed, in_sample, true);
 }
 
-/* The kernel stack through the kernel's own unwinder, as one segment. A
- * stack that cannot be read is not a drop: the sample is kept, marked. */
+/* The kernel stack through the kernel's own unwinder, as one segment,
+ * without its skip innermost frames (the off-CPU unit's: the tracepoint's
+ * own). A stack that cannot be read is not a drop: the sample is kept,
+ * marked. */
 static __always_inline bool take_kernel_stack(void *ctx, struct bpfs_stack *s, __u64 *id,
-					      __u32 *flags, const bool compat)
+					      __u32 *flags, const bool compat, __u64 skip)
 {
-	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
+	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), skip & BPF_F_SKIP_FIELD_MASK);
 
 	if (n < 0) {
 		stat_inc(BPFS_STAT_KSTACK_ERR);
@@ -1075,6 +1077,38 @@ static __always_inline bool schedule_completion(struct task_struct *task, __u32 
 	return err == 0 || err == -EBUSY;
 }
 
+/* Tables are used but this process's are not loaded yet (its first
+ * samples): a frame-pointer chain that ends other than the ABI's way may
+ * have been cut by code without frame pointers. */
+static __always_inline void user_walk_unchecked(struct ustack *st,
+						const struct bpfs_unwind_proc *proc)
+{
+	if (!proc && unwind_mode != BPFS_UNWIND_FP && st->fp && !st->fault &&
+	    st->nr < max_depth && !st->limited)
+		st->reason |= BPFS_F_USTACK_NOINFO;
+	if (!proc)
+		st->reason |= BPFS_F_USTACK_UNCHECKED;
+}
+
+/* Why a finished user walk ended early, as the sample's flags, counted
+ * (also by the off-CPU unit, bpf/offcpu.bpf.c). */
+static __always_inline void user_walk_marks(struct ustack *st, __u32 *flags)
+{
+	if (st->fault) {
+		stat_inc(BPFS_STAT_USTACK_ERR);
+		*flags |= BPFS_F_USTACK_ERR;
+	}
+	if (st->nr >= max_depth || st->limited) {
+		stat_inc(BPFS_STAT_USTACK_TRUNC);
+		*flags |= BPFS_F_USTACK_TRUNC;
+	}
+	if (st->reason & BPFS_F_USTACK_NOINFO)
+		stat_inc(BPFS_STAT_USTACK_NOINFO);
+	if (st->reason & BPFS_F_USTACK_BADFRAME)
+		stat_inc(BPFS_STAT_USTACK_BADFRAME);
+	*flags |= st->reason;
+}
+
 static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 					    struct bpfs_stack *seg, struct bpfs_count_key *key)
 {
@@ -1102,32 +1136,12 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 	user_walk(&w, proc, false);
 	if (CUT(4))
 		return false;
-	/* Tables are used but this process's are not loaded yet (its first
-	 * samples): a frame-pointer chain that ends other than the ABI's way
-	 * may have been cut by code without frame pointers. */
-	if (!proc && unwind_mode != BPFS_UNWIND_FP && st->fp && !st->fault &&
-	    st->nr < max_depth && !st->limited)
-		st->reason |= BPFS_F_USTACK_NOINFO;
-	if (!proc)
-		st->reason |= BPFS_F_USTACK_UNCHECKED;
+	user_walk_unchecked(st, proc);
 	if (use_task_work && (st->fault || st->limited) &&
-	    schedule_completion(bpf_get_current_task_btf(), key->pid, key->tid)) {
+	    schedule_completion(bpf_get_current_task_btf(), key->pid, key->tid))
 		*flags |= BPFS_F_USTACK_PENDING;
-	} else {
-		if (st->fault) {
-			stat_inc(BPFS_STAT_USTACK_ERR);
-			*flags |= BPFS_F_USTACK_ERR;
-		}
-		if (st->nr >= max_depth || st->limited) {
-			stat_inc(BPFS_STAT_USTACK_TRUNC);
-			*flags |= BPFS_F_USTACK_TRUNC;
-		}
-		if (st->reason & BPFS_F_USTACK_NOINFO)
-			stat_inc(BPFS_STAT_USTACK_NOINFO);
-		if (st->reason & BPFS_F_USTACK_BADFRAME)
-			stat_inc(BPFS_STAT_USTACK_BADFRAME);
-		*flags |= st->reason;
-	}
+	else
+		user_walk_marks(st, flags);
 	key->ustack_id = store_walk(st, seg, 0, true);
 	return key->ustack_id != 0;
 }
@@ -1144,9 +1158,10 @@ static __always_inline bool selected(__u32 pid, __u32 tid)
 	return state && *state == BPFS_FILTER_SELECTED;
 }
 
-/* The partial record: what the interrupt knows about one sample. */
-static __always_inline bool send_sample(const struct bpfs_count_key *key, __u64 period,
-					const bool compat)
+/* The partial record: what the interrupt knows about one sample, taken
+ * at time_ns (the off-CPU unit's: when the block began). */
+static __always_inline bool send_sample_at(const struct bpfs_count_key *key, __u64 period,
+					   __u64 time_ns, const bool compat)
 {
 	void *ring = this_ring();
 	struct bpfs_rec_sample *rec;
@@ -1154,7 +1169,7 @@ static __always_inline bool send_sample(const struct bpfs_count_key *key, __u64 
 	rec = rec_reserve(ring, sizeof(*rec), BPFS_REC_SAMPLE, compat);
 	if (!rec)
 		return false;
-	rec->time_ns = bpf_ktime_get_ns();
+	rec->time_ns = time_ns;
 	rec->period = period;
 	rec->kstack_id = key->kstack_id;
 	rec->ustack_id = key->ustack_id;
@@ -1166,6 +1181,12 @@ static __always_inline bool send_sample(const struct bpfs_count_key *key, __u64 
 	__builtin_memcpy(rec->comm, key->comm, sizeof(rec->comm));
 	rec_submit(ring, rec);
 	return true;
+}
+
+static __always_inline bool send_sample(const struct bpfs_count_key *key, __u64 period,
+					const bool compat)
+{
+	return send_sample_at(key, period, bpf_ktime_get_ns(), compat);
 }
 
 /* The current task: a BTF pointer whose fields are direct loads, or in the
@@ -1340,7 +1361,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 ev, con
 	/* Interrupted in user mode there is no kernel stack: skip the helper,
 	 * which costs ~250 ns even when it finds nothing. */
 	if (collect_kernel && !(CTX_REG(ctx, cs) & 3) &&
-	    !take_kernel_stack(ctx, seg, &key.kstack_id, &key.flags, compat))
+	    !take_kernel_stack(ctx, seg, &key.kstack_id, &key.flags, compat, 0))
 		return 0;
 
 	if (CUT(3))
@@ -1375,6 +1396,9 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 ev, con
 	return 0;
 }
 
+/* The off-CPU unit (bpf/offcpu.bpf.c) includes this file for its maps
+ * and helpers, shared by fd with this object's, and none of its programs. */
+#ifndef BPFS_SAMPLER_NO_PROGS
 /* Kernels from 5.19 (features.c says which helpers): the event is the
  * attach cookie. */
 SEC("perf_event")
@@ -1497,3 +1521,4 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 		send_exec(pid, (__u64)task->mm);
 	return 0;
 }
+#endif /* BPFS_SAMPLER_NO_PROGS */

@@ -43,6 +43,9 @@ bool symtab__has_symtab(const struct symtab *st);
 /* Whether the file has DWARF (a .debug_info with contents) for
  * dwarf_lines.h to read. */
 bool symtab__has_debug_info(const struct symtab *st);
+/* Whether the file may hold a Go table (gopclntab.h): it has a .gopclntab,
+ * or no section headers at all. False for an image in memory. */
+bool symtab__maybe_go(const struct symtab *st);
 /* The path it was loaded from, NULL for an image in memory. */
 const char *symtab__path(const struct symtab *st);
 /* The .gnu_debuglink file name and its CRC32, or NULL. */

@@ -23,6 +23,8 @@ struct event {
 	char name[EVENT_NAME_LEN]; /* as given, e.g. "cycles:u" */
 	struct perf_event_attr attr;
 	bool timer;	     /* cpu-clock/task-clock: period in ns */
+	bool offcpu;	     /* offcpu-time (--off-cpu): no perf event, the
+			      * off-CPU unit counts it (src/capture/offcpu.c) */
 	bool rate_from_term; /* /period=N/ or /freq=N/, not -c or -F */
 	unsigned long freq;  /* the rate asked in Hz (-F, freq=), 0 for a period */
 };

@@ -18,6 +18,7 @@ struct debuginfo_opts;
 struct procmap;
 struct symtab;
 struct dwlines;
+struct gopcln;
 struct filecache;
 
 /* What is known of one mapped file; lives while a mapping holds it
@@ -28,6 +29,8 @@ struct mapped_file {
 	const struct symtab *st; /* NULL: not an ELF file that could be read */
 	struct dwlines *lines;	 /* its DWARF (or its debug file's); NULL:
 				  * none, or --no-lines */
+	struct gopcln *go;	 /* its Go table (gopclntab.h), read when it
+				  * has no .symtab or no DWARF; NULL: none */
 };
 
 struct filecache_stats {
@@ -39,6 +42,7 @@ struct filecache_stats {
 	uint64_t dwarf_files;  /* files whose DWARF was opened for lines */
 	uint64_t dwarf_released; /* DWARF reads freed at a sweep (dwlines__trim) */
 	uint64_t dwarf_skipped;	 /* files with DWARF past the fd budget */
+	uint64_t go_files;	 /* Go binaries whose .gopclntab was read */
 	uint64_t symtab_bytes; /* memory of all symbol tables held */
 	uint64_t released;     /* files released (no mapping held them) */
 	uint64_t held;	       /* files held now (after the last sweep) */

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 enum log_level {
+	LOG_OFF = -1, /* as a level to set: nothing logged (the fuzzers) */
 	LOG_ERROR = 0,
 	LOG_WARN,
 	LOG_INFO,
@@ -20,8 +21,9 @@ void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 
 /* Messages go to path (appended) instead of stderr; called again, the file
- * is reopened (log rotation: SIGHUP). Returns 0 or -errno. */
-int log_open(const char *path);
+ * is reopened (log rotation: SIGHUP). Returns 0 or -errno; why (size
+ * bytes) says why when the path was refused (outpath.h), else "". */
+int log_open(const char *path, char *why, size_t size);
 void log_close(void);
 /* Each line starts with the UTC time (the agent's log). */
 void log_set_timestamps(bool on);

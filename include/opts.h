@@ -113,6 +113,10 @@ struct opts {
 	bool no_lines;		 /* --no-lines: DWARF is not read */
 	bool lines_given;	 /* --lines or --no-lines given (the agent's
 				  * default is off) */
+	bool off_cpu;		 /* --off-cpu: the event offcpu-time too */
+	unsigned long long off_cpu_min_ns; /* --off-cpu-min */
+	unsigned long long off_cpu_walks;  /* --off-cpu-walks, a second; 0: no bound */
+	unsigned int off_cpu_threads;	   /* --off-cpu-threads */
 	int verbose;		 /* -v, repeatable */
 	char **command;		 /* after "--"; NULL-terminated, or NULL */
 };
@@ -126,6 +130,9 @@ enum opts_result {
 /* Parses argv into o (which it initializes). Messages go through log.h.
  * argv[1] "agent" selects the agent and its options. */
 enum opts_result opts__parse(struct opts *o, int argc, char **argv);
+/* "0", "500ns", "20us", "1ms", "1.5s" -> nanoseconds (a bare number is
+ * ns). Returns 0 or -EINVAL. */
+int opts__parse_ns(const char *s, unsigned long long *out);
 /* "15", "15s", "2m", "1h", "7d" -> seconds. Returns 0 or -EINVAL. */
 int opts__parse_seconds(const char *s, double *out);
 /* "1048576", "512K", "100M", "2G" -> bytes. Returns 0 or -EINVAL. */

@@ -27,6 +27,8 @@ struct report_opts {
 	int event;	    /* only this event's samples; -1: all */
 	const char *event_name; /* NULL: cpu-clock */
 	bool timer;	    /* the event is a clock: periods are ns */
+	bool offcpu;	    /* offcpu-time: periods are ns off the CPU, and
+			     * the default value */
 	uint64_t period;    /* the event's nominal period (0: frequency mode) */
 	double scale;	    /* periods x this (multiplexing); 0 or 1: none */
 	/* Called every REPORT_PROGRESS_KEYS keys (may be NULL): the agent

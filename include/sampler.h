@@ -159,4 +159,9 @@ uint64_t sampler__stacks_since_clear(const struct sampler *s);
 int sampler__clear_stacks(struct sampler *s, sampler_stack_fn keep, void *ctx, size_t *cleared);
 void sampler__free(struct sampler *s);
 
+/* The loaded BPF object, for a unit that shares its maps by fd (the
+ * off-CPU unit, src/capture/offcpu.c); owned by the sampler. */
+struct bpf_object;
+struct bpf_object *sampler__bpf_object(struct sampler *s);
+
 #endif

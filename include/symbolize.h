@@ -31,6 +31,7 @@ struct symbolizer_stats {
 	uint64_t debug_files;	/* separate debug files used */
 	uint64_t dwarf_files;	/* files whose DWARF was opened for lines */
 	uint64_t dwarf_skipped;	/* files with DWARF past the fd budget */
+	uint64_t go_files;	/* Go binaries named from their .gopclntab */
 	uint64_t user_lines;	/* user frames given a source line */
 	uint64_t symtab_bytes;	/* memory of the symbol tables held */
 	uint64_t mappings;	/* executable mappings followed as made */
@@ -126,7 +127,8 @@ struct sym_frame {
 			     * of loc.path (addr2line -e), else 0 */
 	struct sym_location loc; /* SYM_FILE: the mapping; SYM_ANON/JIT: the
 				  * mapping's bounds only */
-	/* SYM_FILE whose file (or debug file) has DWARF: the source, innermost
+	/* SYM_FILE whose file (or debug file) has DWARF, or a Go binary's
+	 * .gopclntab (gopclntab.h, in the same form): the source, innermost
 	 * first (dwarf_lines.h): lines[0] is the address's own line, in the
 	 * innermost function inlined there; the last is the function the code
 	 * is in (name), at the line where the others were inlined. Valid until

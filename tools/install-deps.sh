@@ -29,7 +29,8 @@ pkgs="$pkgs binutils gawk util-linux python3 debuginfod iproute2"
 # systemd: systemd-analyze verifies the agent's unit (tests/integration/systemd_unit.sh)
 pkgs="$pkgs systemd"
 # golang-go: go tool pprof, the reader --format pprof is written for; the
-# test reads the profile back with it (-raw, -top: offline)
+# test reads the profile back with it (-raw, -top: offline). Its go also
+# builds the Go binaries whose .gopclntab test_gopclntab and gosym.sh read
 pkgs="$pkgs golang-go"
 # chromium (headless): tests/integration/svg.sh has a real browser draw the
 # flame graph and run its search and zoom scripts
@@ -47,7 +48,8 @@ pkgs="$pkgs libclang-rt-dev"
 pkgs="$pkgs qemu-system-x86 busybox-static"
 if [ "${1:-}" = "--bench" ]; then
 	# strace: bench --startup times exec -> armed from the profilers' calls
-	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine strace"
+	# rt-tests: hackbench, the context-switch storm of tools/bench/offcpu
+	pkgs="$pkgs linux-perf bpfcc-tools bpftrace linux-headers-amd64 hyperfine strace rt-tests"
 fi
 
 missing=""

@@ -24,6 +24,7 @@
 #include "hashmap.h"
 #include "log.h"
 #include "metrics.h"
+#include "offcpu.h"
 #include "opts.h"
 #include "pprof.h"
 #include "profile.h"
@@ -90,6 +91,7 @@ struct agent {
 	struct stream *stream;
 	struct sampler *s;
 	struct unwinder *uw; /* NULL with --unwind fp */
+	struct offcpu *oc;   /* --off-cpu */
 	struct spool *spool;
 	struct pusher *push;
 	struct service_map *services;
@@ -126,11 +128,14 @@ static void set_window_end(struct agent *a, uint64_t after_unix)
 						       : now_mono;
 }
 
-/* Pyroscope's profile type for an event: "cpu" for the clocks. */
+/* Pyroscope's profile type for an event: "cpu" for the clocks, "offcpu"
+ * for offcpu-time (Grafana Alloy's name for the same profiles). */
 static const char *profile_type(const struct event *e, char *buf, size_t size)
 {
 	if (e->timer)
 		return "cpu";
+	if (e->offcpu)
+		return "offcpu";
 	snprintf(buf, size, "%s", e->name);
 	for (char *c = buf; *c; c++)
 		if (!(*c >= 'a' && *c <= 'z') && !(*c >= '0' && *c <= '9'))
@@ -292,6 +297,7 @@ static int write_events(struct agent *a, const struct sampler_stats *st)
 			.event = o->events.nr > 1 ? (int)ev : -1,
 			.event_name = e->name,
 			.timer = e->timer,
+			.offcpu = e->offcpu,
 			.period = e->attr.freq ? 0 : e->attr.sample_period,
 			.kernel_only = o->kernel_only,
 			.progress = keep_draining,
@@ -419,6 +425,11 @@ static int close_window(struct agent *a, uint64_t until_unix)
 	int err, cerr;
 
 	a->until_unix_ns = until_unix;
+	/* the blocks still open are counted up to now, into this window,
+	 * and go on into the next (docs/agent.md, "Off-CPU") */
+	if (a->oc && (err = offcpu__cut(a->oc)))
+		p_warn("off-CPU: the open blocks were not cut at the window's end: %s; they "
+		       "count in the window they end in", strerror(-err));
 	/* everything taken before the end is in the rings by now */
 	keep_draining(a);
 	symbolizer__refresh(a->sym);
@@ -516,6 +527,7 @@ static void agent__free(struct agent *a)
 	if (a->sym)
 		symbolizer__set_maps_hook(a->sym, NULL, NULL);
 	unwinder__free(a->uw);
+	offcpu__free(a->oc);
 	sampler__free(a->s);
 	stream__free(a->stream);
 	symbolizer__free(a->sym);
@@ -603,11 +615,20 @@ static int agent__setup(struct agent *a)
 	err = sampler__new(&so, &a->s);
 	if (!err && sampler__unwind(a->s) != BPFS_UNWIND_FP)
 		err = unwinder__start(a->s, a->sym, o->unwind_rows, o->unwind_keep, &a->uw);
+	if (!err && o->off_cpu)
+		err = offcpu__new(a->s, &(struct offcpu_opts){
+					  .event = o->events.nr - 1, /* added last (opts.c) */
+					  .min_ns = o->off_cpu_min_ns,
+					  .walks_per_s = o->off_cpu_walks,
+					  .threads = o->off_cpu_threads },
+				  &a->oc);
 	if (err)
 		return err;
 	find_own_service(a);
 	symbolizer__refresh(a->sym);
 	err = sampler__start(a->s);
+	if (!err && a->oc)
+		err = offcpu__start(a->oc);
 	if (!err)
 		symbolizer__set_tracking(a->sym, sampler__tracks_mappings(a->s));
 	if (!err && a->uw)
@@ -624,6 +645,8 @@ static void agent__reload(struct agent *a)
 	struct agent_opts old = a->live;
 	struct opts next;
 	struct pusher *p;
+	char why[512];
+	int err;
 
 	if (!a->reparse || a->reparse(a->reparse_ctx, &next)) {
 		p_warn("reload: options not read again, the running ones stay");
@@ -640,8 +663,9 @@ static void agent__reload(struct agent *a)
 	a->live = next.agent;
 	a->live.interval = old.interval;
 	a->live.output_dir = old.output_dir; /* the spool is locked: a restart moves it */
-	if (a->live.log_file && log_open(a->live.log_file))
-		p_warn("cannot reopen the log %s: %s", a->live.log_file, strerror(errno));
+	if (a->live.log_file && (err = log_open(a->live.log_file, why, sizeof(why))))
+		p_warn("cannot reopen the log %s: %s", a->live.log_file,
+		       why[0] ? why : strerror(-err));
 	spool__set_retention(a->spool, a->live.retain_age, a->live.retain_size);
 	if (same(old.push, a->live.push) && same(old.token_file, a->live.token_file) &&
 	    same(old.basic_auth_file, a->live.basic_auth_file) && same(old.tenant, a->live.tenant)) {

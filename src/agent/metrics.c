@@ -190,10 +190,15 @@ int metrics__write_file(const struct metrics *m, const char *path)
 		p_err("metrics file %s: out of memory rendering it", path);
 		return -ENOMEM;
 	}
-	/* mode 0644: node_exporter runs as another user. The temporary's
-	 * name (atomicfile.h) does not end in .prom: the textfile collector
-	 * never reads a half-written file. */
-	err = atomicfile__open(&af, AT_FDCWD, path, 0644);
+	/* mode 0644: node_exporter runs as another user. The new file has no
+	 * name, or one not ending in .prom (atomicfile.h): the textfile
+	 * collector never reads a half-written file. A symlink, FIFO or
+	 * device follows the rules of outpath.h, as a profile's -o does. */
+	err = atomicfile__open(&af, AT_FDCWD, path, 0644, ATOMICFILE_NOWAIT);
+	if (err && af.why[0]) {
+		p_err("metrics file %s: %s", path, af.why);
+		goto out;
+	}
 	if (err) {
 		p_err("metrics file %s: cannot create a temporary file beside it: %s (check that the "
 		      "directory exists and is writable)", path, strerror(-err));

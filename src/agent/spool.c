@@ -30,6 +30,7 @@
 #include "atomicfile.h"
 #include "hashmap.h"
 #include "log.h"
+#include "outpath.h"
 #include "spool.h"
 #include "vec.h"
 
@@ -116,7 +117,7 @@ static int fsync_dirfd(int fd)
 static int write_atomic(int dirfd, const char *name, const void *buf, size_t len)
 {
 	struct atomicfile af;
-	int err = atomicfile__open(&af, dirfd, name, 0640);
+	int err = atomicfile__open(&af, dirfd, name, 0640, 0);
 
 	if (err)
 		return err;
@@ -502,18 +503,23 @@ static int remove_orphan_meta(struct spool *sp, enum spool_state st)
 	return 0;
 }
 
-static int open_dirs(struct spool *sp)
+/* The spool's directory walked under the rules of outpath.h (a link or a
+ * directory another user put in a sticky directory is refused); inside
+ * it, the state directories and .lock are never symlinks: the agent made
+ * them, so a link there was made by someone else. */
+static int open_dirs(struct spool *sp, char *why, size_t size)
 {
 	if (mkdir(sp->dir, 0750) && errno != EEXIST)
 		return -errno;
-	sp->dirfd = open(sp->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	sp->dirfd = outpath__open_dir(sp->dir, why, size);
 	if (sp->dirfd < 0)
-		return -errno;
+		return sp->dirfd;
 	sp->sfd[SPOOL_PENDING] = sp->dirfd;
 	for (int s = 1; s < NR_STATES; s++) {
 		if (mkdirat(sp->dirfd, state_dir[s], 0750) && errno != EEXIST)
 			return -errno;
-		sp->sfd[s] = openat(sp->dirfd, state_dir[s], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		sp->sfd[s] = openat(sp->dirfd, state_dir[s],
+				    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sp->sfd[s] < 0)
 			return -errno;
 	}
@@ -523,9 +529,15 @@ static int open_dirs(struct spool *sp)
 /* Two agents sharing a spool would push every window twice. */
 static int lock_spool(struct spool *sp)
 {
-	sp->lockfd = openat(sp->dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	struct stat st;
+
+	sp->lockfd = openat(sp->dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (sp->lockfd < 0)
 		return -errno;
+	if (fstat(sp->lockfd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL; /* a FIFO or device someone put there */
 	if (flock(sp->lockfd, LOCK_EX | LOCK_NB))
 		return errno == EWOULDBLOCK ? -EBUSY : -errno;
 	return 0;
@@ -535,6 +547,7 @@ int spool__open(const struct spool_opts *o, struct spool **out)
 {
 	struct spool *sp;
 	const char *what;
+	char why[512];
 	int err;
 
 	sp = calloc(1, sizeof(*sp));
@@ -557,7 +570,11 @@ int spool__open(const struct spool_opts *o, struct spool **out)
 	sp->o.dir = sp->dir;
 	sp->o.host = sp->host;
 	what = "create or open the directory";
-	err = open_dirs(sp);
+	err = open_dirs(sp, why, sizeof(why));
+	if (err && why[0]) {
+		p_err("spool %s: %s", sp->dir, why);
+		goto cleanup_quiet;
+	}
 	if (err)
 		goto cleanup;
 	err = lock_spool(sp);
@@ -650,7 +667,7 @@ static bool name_taken(struct spool *sp, const char *name)
 		if (!strcmp(((struct staged *)vec__at(&sp->batch, i))->win->name, name))
 			return true;
 	for (int s = 0; s < NR_STATES; s++)
-		if (!fstatat(sp->sfd[s], name, &stb, 0))
+		if (!fstatat(sp->sfd[s], name, &stb, AT_SYMLINK_NOFOLLOW))
 			return true;
 	return false;
 }
@@ -704,7 +721,7 @@ static struct win *win_from(const struct spool_window *sw, const char *name)
 static int stage_file(struct spool *sp, struct atomicfile *af, const char *name,
 		      const void *buf, size_t len)
 {
-	int err = atomicfile__open(af, sp->dirfd, name, 0640);
+	int err = atomicfile__open(af, sp->dirfd, name, 0640, 0);
 
 	if (err)
 		return err;

@@ -96,7 +96,7 @@ int perf_events__open(const struct event_list *evs, const struct int_list *cpus,
 		goto err_free;
 	}
 	for (size_t e = 0; e < evs->nr; e++) {
-		for (size_t i = 0; i < cpus->nr; i++) {
+		for (size_t i = 0; i < cpus->nr && !evs->v[e].offcpu; i++) {
 			int fd = syscall(SYS_perf_event_open, &evs->v[e].attr, -1, cpus->v[i], -1,
 					 PERF_FLAG_FD_CLOEXEC);
 

@@ -721,8 +721,13 @@ int sampler__stats(struct sampler *s, struct sampler_stats *out)
 	out->stacks_dropped = s->stacks_dropped;
 	for (int ev = 0; ev < out->nr_events; ev++)
 		out->expected += out->ev[ev].expected;
-	if (s->events)
-		out->nr_cpus = perf_events__nr(s->events) / (evs->nr ? evs->nr : 1);
+	if (s->events) {
+		size_t perf = 0; /* offcpu-time opens no perf event */
+
+		for (size_t ev = 0; ev < evs->nr; ev++)
+			perf += !evs->v[ev].offcpu;
+		out->nr_cpus = perf_events__nr(s->events) / (perf ? perf : 1);
+	}
 	return err;
 }
 
@@ -1085,6 +1090,11 @@ void sampler__free(struct sampler *s)
 	free(s->ring_fds);
 	sampler_bpf__destroy(s->skel);
 	free(s);
+}
+
+struct bpf_object *sampler__bpf_object(struct sampler *s)
+{
+	return s->skel->obj;
 }
 
 int sampler__unwind_maps(struct sampler *s, int *rows_fd, int *procs_fd)

@@ -28,6 +28,8 @@
 #include "command.h"
 #include "ehframe.h"
 #include "events.h"
+#include "offcpu.h"
+#include "wallclock.h"
 #include "features.h"
 #include "folded.h"
 #include "log.h"
@@ -173,6 +175,9 @@ struct run {
 	struct sampler *s;
 	struct command *cmd;
 	struct unwinder *uw;	/* NULL with --unwind fp */
+	struct offcpu *oc;	/* --off-cpu */
+	struct offcpu_stats ost;
+	struct wallclock *wall;	/* --off-cpu: each thread's on + off-CPU time */
 	struct sampler_stats st;
 	struct report_stats rs; /* summed over events */
 	size_t lines;		/* folded lines, summed over events */
@@ -479,7 +484,8 @@ struct outputs {
 	size_t nr;
 };
 
-/* The temporary for path, as a stream of its own (a dup: the atomicfile
+/* The new file for path (or the device, FIFO or pipe it names, written
+ * in place: atomicfile.h), as a stream of its own (a dup: the atomicfile
  * keeps its fd to commit). Mode 0600, as perf writes perf.data: a
  * system-wide profile names every process, command line name and function
  * that ran, other users' among them (docs/bpfsampler.8, FILES). */
@@ -488,7 +494,7 @@ static FILE *open_temporary(const char *path, struct atomicfile *af)
 	FILE *f = NULL;
 	int fd, err;
 
-	err = atomicfile__open(af, AT_FDCWD, path, 0600);
+	err = atomicfile__open(af, AT_FDCWD, path, 0600, 0);
 	if (err) {
 		errno = -err;
 		return NULL;
@@ -541,8 +547,12 @@ static int open_outputs(const struct opts *o, struct outputs *outs)
 			if (!outs->f[ev][fm]) {
 				int err = -errno;
 
-				p_err("cannot create output file %s: %s (check that its directory "
-				      "exists and is writable)", path, strerror(-err));
+				if (outs->af[ev][fm].why[0])
+					p_err("output file %s: %s", path, outs->af[ev][fm].why);
+				else
+					p_err("cannot create output file %s: %s (check that its "
+					      "directory exists and is writable)", path,
+					      strerror(-err));
 				return err;
 			}
 		}
@@ -580,6 +590,21 @@ static uint64_t now_unix_ns(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+/* BPFS_DEBUG_WRITE_PAUSE=MS: a profile waits MS between being written to
+ * its new file and being put in place, so that a test can kill the run
+ * while it writes (outputs.sh: nothing is left beside the old profile). */
+static void debug_write_pause(FILE *f)
+{
+	const char *ms = getenv("BPFS_DEBUG_WRITE_PAUSE");
+
+	if (!ms || fflush(f))
+		return;
+	p_warn("BPFS_DEBUG_WRITE_PAUSE=%s: the profile is written, not yet in place; waiting "
+	       "(for tests)", ms);
+	nanosleep(&(struct timespec){ .tv_sec = atol(ms) / 1000,
+				      .tv_nsec = atol(ms) % 1000 * 1000000 }, NULL);
+}
+
 /* One run: what options made, and what each step hands the next. */
 
 static int write_profile(const struct run *r, const struct profile *p, size_t ev, size_t fm)
@@ -597,6 +622,7 @@ static int write_profile(const struct run *r, const struct profile *p, size_t ev
 	if (*out != stdout) {
 		struct atomicfile *af = &r->outs->af[ev][fm];
 
+		debug_write_pause(*out);
 		if (fclose(*out) && !err)
 			err = -errno;
 		if (err)
@@ -607,6 +633,9 @@ static int write_profile(const struct run *r, const struct profile *p, size_t ev
 	*out = NULL;
 	if (err)
 		p_err("cannot write the profile to %s: %s", r->outs->path[ev][fm], strerror(-err));
+	else if (size < 0) /* a pipe, a FIFO: no offset to tell */
+		p_info("%s written to %s in %.3f s", o->formats[fm]->name,
+		       r->outs->path[ev][fm], now_s() - t0);
 	else
 		p_info("%s written to %s in %.3f s (%ld bytes)", o->formats[fm]->name,
 		       r->outs->path[ev][fm], now_s() - t0, size);
@@ -646,6 +675,7 @@ static void event_report_opts(const struct run *r, size_t ev, struct report_opts
 		.event = r->o->events.nr > 1 ? (int)ev : -1,
 		.event_name = e->name,
 		.timer = e->timer,
+		.offcpu = e->offcpu,
 		.period = e->attr.freq ? 0 : e->attr.sample_period,
 		.scale = es->running_ns ? (double)es->enabled_ns / es->running_ns : 1,
 	};
@@ -701,6 +731,9 @@ static int report_events(struct run *r)
 			add_stats(&r->rs, &rs);
 			r->lines += folded_lines(p, o->annotate, o->inlines);
 		}
+		if (!err && r->wall && (o->events.v[ev].timer || o->events.v[ev].offcpu) &&
+		    wallclock__add(r->wall, p, o->events.v[ev].offcpu) == -ENOMEM)
+			p_warn("no memory for the wall clock by thread: its table is partial");
 		profile__free(timed);
 		profile__free(p);
 	}
@@ -795,6 +828,10 @@ static void print_summary(const struct run *r)
 			report__event_summary(stderr, o->events.v[ev].name, &r->st, ev,
 					      o->weight_period);
 	print_unwind(r);
+	if (r->oc)
+		offcpu__summary(stderr, &r->ost, o->verbose > 0);
+	if (r->wall)
+		wallclock__print(stderr, r->wall, r->ost.window_ns, o->verbose ? 50 : 10);
 	/* The kernel lowers the sysctl itself when sampling interrupts run
 	 * long ("perf: interrupt took too long"), and throttles every event
 	 * above the new limit from then on. */
@@ -823,10 +860,11 @@ static void print_summary(const struct run *r)
 			(unsigned long long)ys.parsed, (unsigned long long)ys.debug_files,
 			(unsigned long long)ys.shared, ys.symtab_bytes / 1e6);
 		fprintf(stderr, "  source lines: %llu/%llu user frames, from the DWARF of %llu "
-			"files (%llu more past the fd budget)%s; profiles built (symbolized) in "
-			"%.3f s, %.3f s CPU\n",
+			"files (%llu more past the fd budget) and the .gopclntab of %llu Go "
+			"binaries%s; profiles built (symbolized) in %.3f s, %.3f s CPU\n",
 			(unsigned long long)ys.user_lines, (unsigned long long)ys.user_frames,
 			(unsigned long long)ys.dwarf_files, (unsigned long long)ys.dwarf_skipped,
+			(unsigned long long)ys.go_files,
 			wants_lines(o) ? "" : " (not read: no format shows lines)",
 			r->build_s, r->build_cpu_s);
 	}
@@ -883,6 +921,15 @@ static int run_setup(struct run *r)
 		err = sampler__add_filter(r->s, command__pid(r->cmd), true);
 	if (!err && sampler__unwind(r->s) != BPFS_UNWIND_FP)
 		err = unwinder__start(r->s, r->sym, o->unwind_rows, o->unwind_keep, &r->uw);
+	if (!err && o->off_cpu)
+		err = wallclock__new(&r->wall);
+	if (!err && o->off_cpu)
+		err = offcpu__new(r->s, &(struct offcpu_opts){
+					  .event = o->events.nr - 1, /* added last (opts.c) */
+					  .min_ns = o->off_cpu_min_ns,
+					  .walks_per_s = o->off_cpu_walks,
+					  .threads = o->off_cpu_threads },
+				  &r->oc);
 	if (!err)
 		err = fold_setup(r);
 	return err;
@@ -910,6 +957,8 @@ static int run(const struct opts *o, struct outputs *outs)
 		symbolizer__note_process(r.sym, o->pids.v[i], 0, 0, "");
 	symbolizer__read_announced(r.sym);
 	err = sampler__start(r.s);
+	if (!err && r.oc)
+		err = offcpu__start(r.oc);
 	if (err)
 		goto out;
 	symbolizer__set_tracking(r.sym, sampler__tracks_mappings(r.s));
@@ -970,7 +1019,14 @@ static int run(const struct opts *o, struct outputs *outs)
 	if (stopper_on)
 		sem_post(&stop_sem); /* it ends, finding the stop claimed */
 
-	err = sampler__stop(r.s);
+	/* the blocks still open are counted up to now, before the last
+	 * drain takes their records (stream mode) */
+	err = offcpu__stop(r.oc);
+	exit_phase("off-CPU blocks closed");
+	if (!err)
+		err = sampler__stop(r.s);
+	else
+		sampler__stop(r.s);
 	exit_phase("last records drained");
 	r.duration_ns = (now_s() - r.t0) * 1e9;
 	r.max_rate[1] = features__max_sample_rate();
@@ -982,6 +1038,8 @@ static int run(const struct opts *o, struct outputs *outs)
 	exit_phase("stream finished");
 	if (!err)
 		err = sampler__stats(r.s, &r.st);
+	if (!err && r.oc)
+		err = offcpu__stats(r.oc, &r.ost);
 	if (!err) {
 		err = report_events(&r);
 		exit_phase("profiles written");
@@ -1003,6 +1061,8 @@ out:
 	for (size_t ev = 0; ev < BPFS_MAX_EVENTS; ev++)
 		profile__free(r.folded[ev]);
 	unwinder__free(r.uw);
+	offcpu__free(r.oc);
+	wallclock__free(r.wall);
 	if (stopper_on)
 		stopper_leave_sampler();
 	sampler__free(r.s);
@@ -1069,13 +1129,15 @@ static int reparse_options(void *ctx, struct opts *out)
 static int run_agent(struct opts *o, int argc, char **argv)
 {
 	struct reparse rp = { .argc = argc, .argv = argv, .configs = VEC_INIT(struct vec) };
+	char why[512];
 	int err;
 
 	/* an agent's log says what it does, window by window, with the time */
 	log_set_level(o->verbose ? LOG_DEBUG : LOG_INFO);
 	log_set_timestamps(true);
-	if (o->agent.log_file && (err = log_open(o->agent.log_file))) {
-		p_err("cannot open the log file %s: %s", o->agent.log_file, strerror(-err));
+	if (o->agent.log_file && (err = log_open(o->agent.log_file, why, sizeof(why)))) {
+		p_err("cannot open the log file %s: %s", o->agent.log_file,
+		      why[0] ? why : strerror(-err));
 		return EXIT_USAGE;
 	}
 	err = agent__run(o, reparse_options, &rp);

@@ -11,6 +11,7 @@
 
 #include "features.h"
 #include "log.h"
+#include "offcpu.h"
 #include "opts.h"
 #include "sampler.h"
 #include "unwinder.h"
@@ -42,6 +43,10 @@ enum {
 	OPT_INLINE,
 	OPT_NO_LINES,
 	OPT_LINES,
+	OPT_OFF_CPU,
+	OPT_OFF_CPU_MIN,
+	OPT_OFF_CPU_WALKS,
+	OPT_OFF_CPU_THREADS,
 	/* the agent's */
 	OPT_INTERVAL,
 	OPT_OUTPUT_DIR,
@@ -89,6 +94,10 @@ static const struct option long_opts[] = {
 	{ "inline", no_argument, NULL, OPT_INLINE },
 	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
 	{ "lines", no_argument, NULL, OPT_LINES },
+	{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+	{ "off-cpu-min", required_argument, NULL, OPT_OFF_CPU_MIN },
+	{ "off-cpu-walks", required_argument, NULL, OPT_OFF_CPU_WALKS },
+	{ "off-cpu-threads", required_argument, NULL, OPT_OFF_CPU_THREADS },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
 	{ "retain-age", required_argument, NULL, OPT_RETAIN_AGE },
@@ -164,9 +173,10 @@ void opts__usage(FILE *f)
 "  -U, --user-only          user stacks only (no kernel frames)\n"
 "  -K, --kernel-only        kernel stacks only (no user frames)\n"
 "  -I, --include-idle       keep the idle task's samples (excluded by default)\n"
-"  -o, --output FILE        write the profile to FILE (default: stdout), through\n"
-"                           a temporary renamed when whole; with several\n"
-"                           events, %%e in FILE becomes each event's name\n"
+"  -o, --output FILE        write the profile to FILE (default: stdout): a file\n"
+"                           replaced when the profile is whole, a device, FIFO\n"
+"                           or pipe written in place (man page, FILES); with\n"
+"                           several events, %%e in FILE becomes each event's name\n"
 "      --annotate           mark kernel frames with _[k], as perf does\n"
 "      --debug-dir DIR      also look for debug files under DIR (as under\n"
 "                           /usr/lib/debug: .build-id/xx/rest.debug, then by\n"
@@ -189,11 +199,13 @@ void opts__usage(FILE *f)
 "      --inverted           --format svg: an icicle graph, roots at the top\n"
 "      --no-demangle        keep C++ and Rust names as in the symbol table\n"
 "      --inline             folded, samples, top, svg: functions inlined at a\n"
-"                           frame (from DWARF) become frames of their own,\n"
-"                           \"NAME (inline)\"; pprof always has them\n"
-"      --no-lines           read no DWARF for pprof and --inline: no source\n"
-"                           lines, no inline frames (symbolizing is faster,\n"
-"                           memory smaller); the other formats never read it\n"
+"                           frame (from DWARF, or a Go binary's .gopclntab)\n"
+"                           become frames of their own, \"NAME (inline)\";\n"
+"                           pprof always has them\n"
+"      --no-lines           read no DWARF (nor a Go table's lines) for pprof\n"
+"                           and --inline: no source lines, no inline frames\n"
+"                           (symbolizing is faster, memory smaller); the\n"
+"                           other formats never read it\n"
 "      --lines              the agent: read DWARF for its windows (off by\n"
 "                           default there: memory under process churn)\n"
 "      --max-stack-depth N  user frames per stack, 1..%d (default %d); kernel\n"
@@ -217,6 +229,21 @@ void opts__usage(FILE *f)
 "                           not those live at each sample (followed from\n"
 "                           perf's mmap2 records): saves a record and a\n"
 "                           wake-up per executable mapping made\n"
+"      --off-cpu            also profile the time threads spend off the CPU,\n"
+"                           as the event offcpu-time (perf's name): its\n"
+"                           stacks are taken at each switch-out, and the\n"
+"                           time until the switch-in is added to them, in\n"
+"                           nanoseconds; a block still open at the end counts\n"
+"                           up to the end; root frames [off-cpu: waiting] and\n"
+"                           [off-cpu: preempted] tell sleeps from waits for a\n"
+"                           CPU; one profile per event (-o with %%e)\n"
+"      --off-cpu-min TIME   blocks shorter than TIME are not in the profile,\n"
+"                           only counted in the summary: 0 (default), 500ns,\n"
+"                           20us, 1ms\n"
+"      --off-cpu-walks N    at most N stack walks a second at switch-out, all\n"
+"                           CPUs together (default %llu; 0: no bound); past it\n"
+"                           blocks are counted under [off-cpu: stack not taken]\n"
+"      --off-cpu-threads N  threads off the CPU tracked at once (default %u)\n"
 "      --weight WHAT        samples (default): counts are samples; period: counts\n"
 "                           are events (ns for the clocks, misses for\n"
 "                           cache-misses), scaled when the PMU multiplexes\n"
@@ -277,10 +304,12 @@ void opts__usage(FILE *f)
 "  bpfsampler -p 1234 -d 10 -o app.folded     one process\n"
 "  bpfsampler -- make -j2                     a command and its children\n"
 "  bpfsampler -d 10 --format pprof -o p.pb.gz  for go tool pprof\n"
+"  bpfsampler --off-cpu -p 1234 -d 10 -o p-%%e.folded  where it runs and waits\n"
 "  bpfsampler agent --push http://pyroscope:4040  the fleet agent\n",
 		OPTS_DEFAULT_FREQ, OPTS_MAX_FREQ, OPTS_DEFAULT_TOP, BPFS_MAX_DEPTH_OPT, BPFS_MAX_DEPTH_OPT,
-		UNWINDER_DEFAULT_ROWS, UNWINDER_DEFAULT_KEEP_S, OPTS_DEFAULT_MAP_ENTRIES,
-		OPTS_DEFAULT_STACK_ENTRIES);
+		UNWINDER_DEFAULT_ROWS, UNWINDER_DEFAULT_KEEP_S,
+		(unsigned long long)OFFCPU_DEFAULT_WALKS, OFFCPU_DEFAULT_THREADS,
+		OPTS_DEFAULT_MAP_ENTRIES, OPTS_DEFAULT_STACK_ENTRIES);
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -528,6 +557,24 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 	case OPT_ANNOTATE:
 		o->annotate = true;
 		break;
+	case OPT_OFF_CPU:
+		o->off_cpu = true;
+		break;
+	case OPT_OFF_CPU_MIN:
+		if (opts__parse_ns(arg, &o->off_cpu_min_ns))
+			return bad("--off-cpu-min", arg, "give a time such as 0, 500ns, 20us or 1ms");
+		break;
+	case OPT_OFF_CPU_WALKS:
+		if (parse_uint(arg, 100000000UL, &v))
+			return bad("--off-cpu-walks", arg,
+				   "give stack walks a second from 0 (no bound) to 100000000");
+		o->off_cpu_walks = v;
+		break;
+	case OPT_OFF_CPU_THREADS:
+		if (parse_uint(arg, 1UL << 22, &v) || v == 0)
+			return bad("--off-cpu-threads", arg, "give a number of threads from 1 to 4194304");
+		o->off_cpu_threads = v;
+		break;
 	case OPT_MAX_DEPTH:
 		if (parse_uint(arg, ULONG_MAX, &v) || v == 0 || v > BPFS_MAX_DEPTH_OPT)
 			return bad("--max-stack-depth", arg, "give a number of frames from 1 to 1024");
@@ -698,6 +745,32 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 	return OPTS_RUN;
 }
 
+int opts__parse_ns(const char *s, unsigned long long *out)
+{
+	static const struct { const char *suffix; double mult; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1 },
+	};
+	char *end;
+	double v;
+
+	if (!s || !(isdigit((unsigned char)*s) || *s == '.'))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	/* digits and one dot only: strtod also takes 0x10, 1e3 and inf */
+	if (errno || !is_decimal(s, end) || !isfinite(v) || v < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix))
+			continue;
+		if (v * units[i].mult > 1e18)
+			return -EINVAL;
+		*out = (unsigned long long)(v * units[i].mult + 0.5);
+		return 0;
+	}
+	return -EINVAL;
+}
+
 int opts__parse_seconds(const char *s, double *out)
 {
 	static const struct { char unit; double mult; } units[] = {
@@ -780,8 +853,32 @@ static void opts__init(struct opts *o)
 	o->unwind_keep = UNWINDER_DEFAULT_KEEP_S;
 	o->map_entries = OPTS_DEFAULT_MAP_ENTRIES;
 	o->stack_entries = OPTS_DEFAULT_STACK_ENTRIES;
+	o->off_cpu_min_ns = OFFCPU_DEFAULT_MIN_NS;
+	o->off_cpu_walks = OFFCPU_DEFAULT_WALKS;
+	o->off_cpu_threads = OFFCPU_DEFAULT_THREADS;
 	o->ring_size = OPTS_DEFAULT_RING_SIZE;
 	o->sideband_size = OPTS_DEFAULT_SIDEBAND_SIZE;
+}
+
+/* --off-cpu: one more event, counted by the off-CPU unit, not a perf
+ * event (src/capture/offcpu.c). */
+static enum opts_result add_offcpu_event(struct event_list *l)
+{
+	struct event *e;
+
+	if (l->nr == EVENTS_MAX) {
+		p_err("--off-cpu is one more event, and %d are already given: give fewer -e",
+		      EVENTS_MAX);
+		return OPTS_USAGE;
+	}
+	e = &l->v[l->nr++];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->name, sizeof(e->name), "offcpu-time");
+	e->offcpu = true;
+	/* a software event as far as the rest knows: never multiplexed */
+	e->attr.type = PERF_TYPE_SOFTWARE;
+	e->attr.config = PERF_COUNT_SW_DUMMY;
+	return OPTS_RUN;
 }
 
 /* The events, once -F and -c are known. Several events need an output
@@ -802,6 +899,8 @@ static enum opts_result parse_events(struct opts *o)
 		p_err("%s", err);
 		return OPTS_USAGE;
 	}
+	if (o->off_cpu && add_offcpu_event(&o->events) != OPTS_RUN)
+		return OPTS_USAGE;
 	if (o->events.nr > 1 && !o->agent.on && (!o->output || !strstr(o->output, "%e"))) {
 		p_err("%zu events give %zu profiles: name them with -o, e.g. -o prof-%%e.folded",
 		      o->events.nr, o->events.nr);
@@ -1022,7 +1121,7 @@ enum opts_result opts__check_system(const struct opts *o)
 	for (size_t i = 0; i < o->events.nr; i++) {
 		char err[512];
 
-		if (events__check_rate(&o->events.v[i], max_rate, err, sizeof(err))) {
+		if (!o->events.v[i].offcpu && events__check_rate(&o->events.v[i], max_rate, err, sizeof(err))) {
 			p_err("%s", err);
 			return OPTS_USAGE;
 		}

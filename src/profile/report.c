@@ -10,6 +10,7 @@
 #include "profile.h"
 #include "report.h"
 #include "sampler.h"
+#include "bpfsampler/offcpu_abi.h"
 #include "stream.h"
 #include "symbolize.h"
 
@@ -179,12 +180,28 @@ static size_t cut_unmapped(struct build_ctx *c, const struct bpfs_count_key *k, 
 	return nr;
 }
 
+/* An off-CPU block's root frames: why it was off the CPU, then what was
+ * not taken (docs/formats.md, "Off-CPU time"). */
+static size_t add_offcpu_marks(struct build_ctx *c, const struct bpfs_count_key *k, size_t n)
+{
+	if (k->flags & BPFS_F_OFF_WAIT)
+		c->fr[n++] = marker(c->p, "[off-cpu: waiting]");
+	if (k->flags & BPFS_F_OFF_PREEMPTED)
+		c->fr[n++] = marker(c->p, "[off-cpu: preempted]");
+	if (k->flags & BPFS_F_OFF_NOWALK)
+		c->fr[n++] = marker(c->p, "[off-cpu: stack not taken: --off-cpu-walks]");
+	if ((k->flags & BPFS_F_OFF_BEFORE) && !(k->flags & BPFS_F_KTHREAD))
+		c->fr[n++] = marker(c->p, "[off-cpu: since before the run: user stack not taken]");
+	return n;
+}
+
 static size_t add_user(struct build_ctx *c, const struct bpfs_count_key *k, size_t n)
 {
 	struct sym_frame f;
 	bool missing, cut;
 	size_t nr;
 
+	n = add_offcpu_marks(c, k, n);
 	if (k->flags & BPFS_F_KTHREAD)
 		return n;
 	/* A stack that ends before its outermost frame says why, at its
@@ -409,12 +426,15 @@ static int set_types(struct profile *p, const struct report_opts *o)
 	const char *ev = o->event_name ? o->event_name : "cpu-clock";
 	int err = profile__add_type(p, "samples", "count");
 
-	if (err >= 0)
+	if (err >= 0 && o->offcpu) /* Grafana Alloy's and Pyroscope's name */
+		err = profile__add_type(p, "offcpu", "nanoseconds");
+	else if (err >= 0)
 		err = profile__add_type(p, o->timer ? "cpu" : ev,
 					o->timer ? "nanoseconds" : "count");
 	if (err < 0)
 		return err;
-	m->default_type = o->weight_period ? REPORT_VALUE_PERIOD : REPORT_VALUE_SAMPLES;
+	m->default_type = o->weight_period || o->offcpu ? REPORT_VALUE_PERIOD
+							: REPORT_VALUE_SAMPLES;
 	m->period_type = m->types[REPORT_VALUE_PERIOD];
 	m->period = o->period;
 	m->event = profile__intern(p, ev);
@@ -629,9 +649,12 @@ void report__event_summary(FILE *f, const char *name, const struct sampler_stats
 
 	for (int i = BPFS_STAT_LOST_COUNTS_FULL; i <= BPFS_STAT_LOST_RING_FULL; i++)
 		lost += v[i];
-	fprintf(f, "  event %s: %" PRIu64 " samples taken, kept %" PRIu64 ", lost %" PRIu64
-		"; counting %.2f s of %.2f s enabled (CPUs summed)", name, v[BPFS_STAT_TAKEN], kept,
-		lost, es->running_ns / 1e9, es->enabled_ns / 1e9);
+	fprintf(f, "  event %s: %" PRIu64 " samples taken, kept %" PRIu64 ", lost %" PRIu64, name,
+		v[BPFS_STAT_TAKEN], kept, lost);
+	/* offcpu-time has no perf event: no times to show */
+	if (es->enabled_ns)
+		fprintf(f, "; counting %.2f s of %.2f s enabled (CPUs summed)",
+			es->running_ns / 1e9, es->enabled_ns / 1e9);
 	if (es->running_ns && es->running_ns < es->enabled_ns)
 		fprintf(f, ": multiplexed with other events, %.0f%% of the time; %s",
 			100.0 * es->running_ns / es->enabled_ns,

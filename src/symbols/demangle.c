@@ -6,6 +6,12 @@
  * runtime to link. DMGL_AUTO tries Rust first (legacy Rust names are also
  * valid C++ names), then C++. Rust's legacy hash suffix (::h0123...) is left
  * out, as rustfilt does, unless DMGL_VERBOSE.
+ *
+ * DMGL_RET_DROP: no return type. A template function's mangled name
+ * encodes it, and libiberty prints it first by default ("void
+ * std::__introsort_loop<...>(...)"), as c++filt does; perf, pprof and
+ * every flame graph tool show the name without it, and the same function
+ * should not read differently here (nor sort under "void" in --format top).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +28,7 @@ char *demangle(const char *raw)
 	 * else is not mangled and is not worth a parse. */
 	if (!raw || raw[0] != '_' || (raw[1] != 'Z' && raw[1] != 'R'))
 		return NULL;
-	pretty = cplus_demangle(raw, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+	pretty = cplus_demangle(raw, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO | DMGL_RET_DROP);
 	/* libiberty turns some Rust v0 names (_RC0) into "": the raw name
 	 * says more than no name at all */
 	if (pretty && !*pretty) {

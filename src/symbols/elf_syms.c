@@ -43,6 +43,8 @@ struct symtab {
 	uint32_t debuglink_crc;
 	bool has_symtab; /* a .symtab section with functions */
 	bool has_debug_info; /* a .debug_info section with contents */
+	bool maybe_go;	     /* a Go table (gopclntab.h) may be read */
+	bool go;	     /* a Go binary (it has a .gopclntab) */
 	char *path;	 /* loaded from; NULL for an image in memory */
 };
 
@@ -200,6 +202,18 @@ static uint64_t section_end(Elf *elf, const GElf_Sym *s)
 	return sh.sh_addr + sh.sh_size;
 }
 
+/* Go's linker names an assembly function's ELF symbol with its ABI
+ * ("runtime.goexit.abi0"); the Go table, Go's own pprof and delve do not:
+ * without it, a stripped build (named from its table) and the unstripped
+ * one read the same. */
+static void drop_abi_suffix(char *name)
+{
+	size_t n = strlen(name);
+
+	if (n > 5 && !strcmp(name + n - 5, ".abi0"))
+		name[n - 5] = '\0';
+}
+
 /* Counts (st->names == NULL) or collects the function symbols of one
  * symbol table section. */
 static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct symtab *st,
@@ -238,6 +252,8 @@ static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct s
 			.from_symtab = sh->sh_type == SHT_SYMTAB,
 		};
 		strcpy(st->names + *names_len, name);
+		if (st->go)
+			drop_abi_suffix(st->names + *names_len);
 		*names_len += strlen(name) + 1;
 	}
 	return found;
@@ -332,6 +348,22 @@ static int read_symbols(Elf *elf, struct symtab *st)
 	return 0;
 }
 
+/* A Go binary's table is its .gopclntab (.data.rel.ro.gopclntab in a PIE);
+ * with no section headers at all (sstrip), it can only be found by its
+ * header, so such a file is worth the look too. */
+static bool has_go_table(Elf *elf)
+{
+	return elf__has_contents(elf, ".gopclntab") ||
+	       elf__has_contents(elf, ".data.rel.ro.gopclntab");
+}
+
+static bool no_sections(Elf *elf)
+{
+	size_t nsec;
+
+	return elf_getshdrnum(elf, &nsec) || nsec == 0;
+}
+
 static int load_elf(Elf *elf, struct symtab **out)
 {
 	struct symtab *st;
@@ -345,6 +377,8 @@ static int load_elf(Elf *elf, struct symtab **out)
 	err = read_segments(elf, st);
 	if (err)
 		goto err_free;
+	st->go = has_go_table(elf);
+	st->maybe_go = st->go || no_sections(elf);
 	err = read_symbols(elf, st);
 	if (err)
 		goto err_free;
@@ -532,6 +566,11 @@ const char *symtab__debuglink(const struct symtab *st, uint32_t *crc)
 bool symtab__has_debug_info(const struct symtab *st)
 {
 	return st->has_debug_info;
+}
+
+bool symtab__maybe_go(const struct symtab *st)
+{
+	return st->maybe_go && st->path;
 }
 
 const char *symtab__path(const struct symtab *st)

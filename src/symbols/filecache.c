@@ -16,6 +16,7 @@
 #include "ehframe.h"
 #include "elf_syms.h"
 #include "filecache.h"
+#include "gopclntab.h"
 #include "hashmap.h"
 #include "log.h"
 #include "procmaps.h"
@@ -33,6 +34,7 @@ struct file_rec {
 	char build_id[2 * 64 + 1];
 	struct symtab *owned;	 /* symbols of a file with no build-ID */
 	struct dwlines *owned_lines; /* and its DWARF, when it has some */
+	struct gopcln *owned_go; /* and its Go table, when read */
 	bool remote;		 /* stripped, no local debug file: ask the
 				  * debuginfod servers after sampling */
 	struct file_rec *next;	 /* every record, for freeing: a record
@@ -53,6 +55,7 @@ struct id_syms {
 	char id[2 * 64 + 1]; /* the key */
 	struct symtab *st;
 	struct dwlines *lines;
+	struct gopcln *go;
 	unsigned int refs; /* files that use st */
 };
 
@@ -139,6 +142,7 @@ void filecache__free(struct filecache *fc)
 		close_fd(fc, r);
 		symtab__free(r->owned);
 		dwlines__free(r->owned_lines);
+		gopcln__free(r->owned_go);
 		ehframe__free(r->funcs);
 		free(r->path);
 		free(r);
@@ -146,6 +150,7 @@ void filecache__free(struct filecache *fc)
 	for (size_t i = 0; fc->by_id && hashmap__next(fc->by_id, &i, NULL, &val);) {
 		symtab__free(((struct id_syms *)val)->st);
 		dwlines__free(((struct id_syms *)val)->lines);
+		gopcln__free(((struct id_syms *)val)->go);
 		free(val);
 	}
 	hashmap__free(fc->files);
@@ -257,6 +262,37 @@ static struct dwlines *open_lines(struct filecache *fc, const struct symtab *st,
 	return dl;
 }
 
+/*
+ * The Go table of the file at path (gopclntab.h), when it adds something
+ * to st: names for a binary without .symtab, or lines and inline frames for
+ * one without DWARF. A Go binary with both keeps them (they agree: see
+ * tests/unit/test_gopclntab.c). Read whole now: no fd is kept.
+ */
+static struct gopcln *open_go(struct filecache *fc, const struct symtab *st, const char *path,
+			      const char *mapped, bool has_lines)
+{
+	struct gopcln *g;
+	int err;
+
+	if (!st || !symtab__maybe_go(st) || (symtab__has_symtab(st) && (has_lines || fc->no_lines)))
+		return NULL;
+	err = gopcln__open(path, &g);
+	/* said when it was to name the functions: the user can do something */
+	if (err == -ENOTSUP && !symtab__has_symtab(st))
+		p_warn("%s: its Go table is of a layout before Go 1.16, or of a 32-bit "
+		       "program: its functions keep addresses (build it with Go 1.16 or later, "
+		       "or without -ldflags=-s)", mapped);
+	else if (err && err != -ENOENT)
+		p_dbg("%s: its Go table cannot be read: %s", mapped, strerror(-err));
+	if (err)
+		return NULL;
+	fc->stats.go_files++;
+	fc->stats.symtab_bytes += gopcln__mem_bytes(g);
+	p_dbg("%s: Go %s+ table, %zu functions%s", mapped, gopcln__layout(g),
+	      gopcln__nr_funcs(g), gopcln__has_inlines(g) ? "" : ", no inline trees found");
+	return g;
+}
+
 /* Fills r's symbols: the build-ID's, when they are loaded already. */
 static void read_file(struct filecache *fc, struct file_rec *r, const char *path)
 {
@@ -271,16 +307,19 @@ static void read_file(struct filecache *fc, struct file_rec *r, const char *path
 		fc->stats.shared++;
 		r->pub.st = e->st;
 		r->pub.lines = e->lines;
+		r->pub.go = e->go;
 		e->refs++;
 		return;
 	}
 	st = load_symbols(fc, path, r->path, &stripped, &from_debug);
 	r->pub.st = st;
 	r->pub.lines = open_lines(fc, st, r->path, from_debug || stripped);
+	r->pub.go = open_go(fc, st, path, r->path, r->pub.lines != NULL);
 	r->remote = stripped && r->pub.build_id && debuginfo__remote_wanted();
 	if (!st || !r->pub.build_id) {
 		r->owned = st;
 		r->owned_lines = r->pub.lines;
+		r->owned_go = r->pub.go;
 		return;
 	}
 	e = calloc(1, sizeof(*e));
@@ -288,12 +327,14 @@ static void read_file(struct filecache *fc, struct file_rec *r, const char *path
 		memcpy(e->id, r->build_id, sizeof(e->id));
 		e->st = st;
 		e->lines = r->pub.lines;
+		e->go = r->pub.go;
 		e->refs = 1;
 	}
 	if (!e || hashmap__set(fc->by_id, e->id, e, NULL)) {
 		free(e);
 		r->owned = st; /* still right, only not shared */
 		r->owned_lines = r->pub.lines;
+		r->owned_go = r->pub.go;
 	}
 }
 
@@ -463,6 +504,12 @@ void filecache__put(struct filecache *fc, const struct mapped_file *f)
 		r->refs--;
 }
 
+static void close_go(struct filecache *fc, struct gopcln *g)
+{
+	fc->stats.symtab_bytes -= gopcln__mem_bytes(g);
+	gopcln__free(g);
+}
+
 /* The symbols r had, given back: its own, or one use of its build-ID's. */
 static void release_symbols(struct filecache *fc, struct file_rec *r)
 {
@@ -472,6 +519,7 @@ static void release_symbols(struct filecache *fc, struct file_rec *r)
 		fc->stats.symtab_bytes -= symtab__mem_bytes(r->owned);
 		symtab__free(r->owned);
 		close_lines(fc, r->owned_lines);
+		close_go(fc, r->owned_go);
 		return;
 	}
 	e = r->pub.st && r->pub.build_id ? hashmap__find(fc->by_id, r->build_id) : NULL;
@@ -481,6 +529,7 @@ static void release_symbols(struct filecache *fc, struct file_rec *r)
 	fc->stats.symtab_bytes -= symtab__mem_bytes(e->st);
 	symtab__free(e->st);
 	close_lines(fc, e->lines);
+	close_go(fc, e->go);
 	free(e);
 }
 

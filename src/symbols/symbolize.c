@@ -11,6 +11,7 @@
 #include "dwarf_lines.h"
 #include "elf_syms.h"
 #include "filecache.h"
+#include "gopclntab.h"
 #include "hashmap.h"
 #include "ksyms.h"
 #include "log.h"
@@ -29,6 +30,7 @@ struct symbolizer {
 	bool ksyms_tried;
 	struct bpfprogs *bpf;
 	struct debuginfo_opts dbg;
+	bool no_lines;
 	uint64_t user_frames, user_named, kernel_frames, kernel_named, user_lines;
 };
 
@@ -42,6 +44,7 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 	if (o) {
 		sym->dbg.roots = o->debug_dirs;
 		sym->dbg.nr_roots = o->nr_debug_dirs;
+		sym->no_lines = o->no_lines;
 	}
 	err = filecache__new(&sym->dbg, &sym->fc);
 	if (!err)
@@ -237,11 +240,14 @@ void symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t ad
 	out->loc.path = hit.m->path;
 	out->loc.build_id = hit.file ? hit.file->build_id : NULL;
 	out->loc.map_pgoff = hit.m->pgoff;
-	out->loc.has_symbols = st && symtab__nr_syms(st) > 0;
+	out->loc.has_symbols = (st && symtab__nr_syms(st) > 0) || (hit.file && hit.file->go);
 	out->loc.file_offset = off + (addr - look);
 	out->loc.vaddr = vaddr + (addr - look);
 	out->elf_addr = out->loc.vaddr;
 	out->name = st ? symtab__find(st, vaddr, &out->sym_offset) : NULL;
+	/* a stripped Go binary: its runtime's own table names it */
+	if (!out->name && hit.file && hit.file->go)
+		out->name = gopcln__name(hit.file->go, vaddr, &out->sym_offset);
 	if (out->name) {
 		sym->user_named++;
 	} else if (hit.file) {
@@ -253,8 +259,13 @@ void symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t ad
 			out->elf_addr = start;
 	}
 	/* the looked-up address: a return address's call instruction */
-	if (hit.file && hit.file->lines &&
-	    !dwlines__find(hit.file->lines, vaddr, &out->lines, &out->nr_lines) && out->nr_lines)
+	if (hit.file && hit.file->lines)
+		dwlines__find(hit.file->lines, vaddr, &out->lines, &out->nr_lines);
+	/* no DWARF (go build -ldflags=-w): the Go table's lines and inline
+	 * frames, in the DWARF's form */
+	if (!out->nr_lines && hit.file && hit.file->go && !sym->no_lines)
+		gopcln__find(hit.file->go, vaddr, &out->lines, &out->nr_lines);
+	if (out->nr_lines)
 		sym->user_lines++;
 }
 
@@ -343,6 +354,7 @@ void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ou
 		.debug_files = fs.debug_files,
 		.dwarf_files = fs.dwarf_files,
 		.dwarf_skipped = fs.dwarf_skipped,
+		.go_files = fs.go_files,
 		.user_lines = sym->user_lines,
 		.symtab_bytes = fs.symtab_bytes,
 		.mappings = as.mappings,

@@ -16,7 +16,7 @@ dump() {
 	local name=$1 pid id before
 	shift
 	before=$(bpftool prog show 2>/dev/null | awk -F: '/ name on_sample / { print $1 }' | sort)
-	"$BPFS" -F 99 -d 10 -o /dev/null "$@" 2>"$TMP/$name.err" &
+	"$BPFS" -F 99 -d 10 -o "$TMP/$name.folded" "$@" 2>"$TMP/$name.err" &
 	pid=$!
 	: >"$TMP/$name.xlated"
 	for _ in $(seq 100); do

@@ -97,8 +97,10 @@ else
 	fail "SIGINT ends sampling with a complete profile" "exit $rc: $(tail -3 "$TMP/int.err")"
 fi
 
-# Outputs are written under a temporary name and renamed when whole: an
-# earlier profile survives a run that fails, is killed or fills the disk.
+# Outputs are written as a file with no name (O_TMPFILE) and put in place
+# when whole: an earlier profile survives a run that fails, is killed or
+# fills the disk, and nothing else is left beside it (outputs.sh kills a
+# run at every phase).
 old_profile() { echo "old;profile 1" >"$1"; }
 survives() { # NAME FILE: FILE still holds the old profile, no temporary left
 	if [ "$(cat "$2")" = "old;profile 1" ] && ! ls "$(dirname "$2")"/.tmp."$(basename "$2")".* >/dev/null 2>&1; then
@@ -115,10 +117,7 @@ b=$!
 sleep 1.5
 kill -KILL $b
 wait $b 2>/dev/null
-rm -f "$TMP"/.tmp.keep.folded.* # SIGKILL leaves its temporary; never the final name
-[ "$(cat "$TMP/keep.folded")" = "old;profile 1" ] &&
-	pass "SIGKILL mid-run: the earlier profile survives" ||
-	fail "SIGKILL mid-run: the earlier profile survives" "$(head -c 200 "$TMP/keep.folded")"
+survives "SIGKILL mid-run" "$TMP/keep.folded"
 mkdir -p "$TMP/small"
 if mount -t tmpfs -o size=64k none "$TMP/small"; then
 	old_profile "$TMP/small/p.samples"
@@ -133,17 +132,19 @@ if mount -t tmpfs -o size=64k none "$TMP/small"; then
 else
 	fail "a full disk: cannot mount a small tmpfs"
 fi
-# stdout that cannot take the profile (/dev/full): the error keeps its
+# stdout that cannot take the profile (a full device: our own node of
+# /dev/full's numbers, never /dev/full itself): the error keeps its
 # cause, the exit is not 0, the summary still comes (issue #14). A
 # command that keeps a CPU busy, so there is a profile to write (an idle
 # machine gives 0 samples in half a second: nothing written, no error).
+mknod "$TMP/full" c 1 7
 for fmt in folded samples pprof; do
-	"$BPFS" -F 999 --format $fmt -- "$W/shares" 0.3 >/dev/full 2>"$TMP/devfull.err"
+	"$BPFS" -F 999 --format $fmt -- "$W/shares" 0.3 >"$TMP/full" 2>"$TMP/devfull.err"
 	rc=$?
 	[ $rc -ne 0 ] && grep -q "cannot write the profile to stdout: No space left on device" "$TMP/devfull.err" &&
 		grep -q "samples taken" "$TMP/devfull.err" &&
-		pass "--format $fmt to /dev/full: 'No space left on device', exit $rc" ||
-		fail "--format $fmt to /dev/full: the error with its cause, exit not 0" \
+		pass "--format $fmt to a full device: 'No space left on device', exit $rc" ||
+		fail "--format $fmt to a full device: the error with its cause, exit not 0" \
 			"exit $rc: $(grep -v '^ ' "$TMP/devfull.err" | tail -3)"
 done
 # (a busy command: an idle machine may give no sample in half a second)

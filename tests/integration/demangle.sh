@@ -14,6 +14,18 @@ share() {
 	awk -v n="$n" -v t="$t" 'BEGIN { printf "%.4f", t ? n / t : 0 }'
 }
 
+# enough N FILE COMM MIN: N samples are at least MIN of COMM's in FILE, and
+# COMM has 50 or more: a share, not a count, so that a busy machine (at a
+# load of 60 on the 2-CPU VM, under 100 samples in the workload's 1 s of
+# wall time) keeps the promise. Says the share when it does not.
+enough() {
+	local t
+	t=$(comm_lines "$2" "$3" | total /dev/stdin)
+	awk -v n="$1" -v t="$t" -v m="$4" -v c="$3" 'BEGIN { ok = t >= 50 && n >= m * t
+		if (!ok) printf "    %d of %d samples of %s, want >= %.2f of >= 50\n", n, t, c, m
+		exit !ok }'
+}
+
 # at_least NAME GOT MIN: a share of at least MIN.
 at_least() {
 	if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g >= m) }'; then
@@ -26,14 +38,15 @@ at_least() {
 RELAX='geo::Grid<double>::relax(int)'
 CHURN='work::churn(int)'
 LAMBDA='work::churn(int)::{lambda(int)#1}::operator()(int) const'
-# the longname workload's function, as nm -C (libiberty too) demangles it
-LONG=$(nm -C "$W/longname" | awk '/ spin_long</ { sub(/^[0-9a-f]+ [A-Za-z] /, ""); print }')
+# the longname workload's function, as nm -C (libiberty too) demangles it,
+# less the return type nm -C prints first and we do not ("double spin_long<")
+LONG=$(nm -C "$W/longname" | awk '/ spin_long</ { sub(/^[0-9a-f]+ [A-Za-z] /, ""); sub(/^double /, ""); print }')
 
 profile "$TMP/cxx.folded" -F 999 -- "$W/cxxwork" 1.5 || fail "cxxwork run" "$(cat "$TMP/cxx.folded.err")"
 at_least "C++: class template method demangled" "$(share "$TMP/cxx.folded" cxxwork "$RELAX")" 0.35
 at_least "C++: lambda demangled" "$(share "$TMP/cxx.folded" cxxwork "$LAMBDA")" 0.35
 n=$(samples_matching "$TMP/cxx.folded" '^cxxwork;.*;main;work::churn[(]int[)];work::churn[(]int[)]::[{]lambda')
-[ "$n" -gt 300 ] && pass "C++: lambda under its function ($n)" ||
+enough "$n" "$TMP/cxx.folded" cxxwork 0.35 && pass "C++: lambda under its function ($n)" ||
 	fail "C++: lambda under its function" "$n samples: $(grep -m3 lambda "$TMP/cxx.folded")"
 n=$(samples_matching "$TMP/cxx.folded" '(^|;)_Z')
 [ "$n" -eq 0 ] && pass "C++: no mangled name left" ||
@@ -54,13 +67,13 @@ at_least "Rust legacy: rustwork::geo::relax" "$(share "$TMP/rs.folded" rustwork 
 at_least "Rust legacy: rustwork::geo::deep::smooth" \
 	"$(share "$TMP/rs.folded" rustwork rustwork::geo::deep::smooth)" 0.35
 n=$(samples_matching "$TMP/rs.folded" '^rustwork;.*;rustwork::main;rustwork::geo::relax$')
-[ "$n" -gt 300 ] && pass "Rust legacy: relax under rustwork::main, no hash ($n)" ||
+enough "$n" "$TMP/rs.folded" rustwork 0.35 && pass "Rust legacy: relax under rustwork::main, no hash ($n)" ||
 	fail "Rust legacy: relax under rustwork::main, no hash" "$n: $(grep -m3 relax "$TMP/rs.folded")"
 
 profile "$TMP/rsraw.folded" -F 999 --no-demangle -- "$W/rustwork" 1.5 ||
 	fail "rustwork --no-demangle run" "$(cat "$TMP/rsraw.folded.err")"
 n=$(samples_matching "$TMP/rsraw.folded" ';_ZN8rustwork3geo5relax17h[0-9a-f]{16}E$')
-[ "$n" -gt 300 ] && pass "Rust --no-demangle: _ZN8rustwork3geo5relax17h...E ($n)" ||
+enough "$n" "$TMP/rsraw.folded" rustwork 0.35 && pass "Rust --no-demangle: _ZN8rustwork3geo5relax17h...E ($n)" ||
 	fail "Rust --no-demangle: _ZN8rustwork3geo5relax17h...E" "$n: $(grep -m3 relax "$TMP/rsraw.folded")"
 n=$(samples_matching "$TMP/rsraw.folded" 'rustwork::')
 [ "$n" -eq 0 ] && pass "Rust --no-demangle: no demangled name" ||
@@ -82,7 +95,8 @@ else
 	profile "$TMP/v0raw.folded" -F 999 --no-demangle -- "$W/rustwork-v0" 1.5 ||
 		fail "rustwork-v0 --no-demangle run" "$(cat "$TMP/v0raw.folded.err")"
 	n=$(samples_matching "$TMP/v0raw.folded" ';_RNvNtCs[0-9A-Za-z]+_8rustwork3geo5relax$')
-	[ "$n" -gt 300 ] && pass "Rust v0 --no-demangle: _RNvNtCs..._8rustwork3geo5relax ($n)" ||
+	enough "$n" "$TMP/v0raw.folded" rustwork-v0 0.35 &&
+		pass "Rust v0 --no-demangle: _RNvNtCs..._8rustwork3geo5relax ($n)" ||
 		fail "Rust v0 --no-demangle: _RNvNtCs..._8rustwork3geo5relax" \
 			"$n: $(grep -m3 relax "$TMP/v0raw.folded")"
 fi
@@ -133,11 +147,15 @@ fi
 # longname workload) in folded, samples, top and pprof; the SVG's tooltip
 # (and title) keep its first 400 characters, then "..".
 if profile "$TMP/long.%f" -F 999 --format folded,samples,top,svg -- "$W/longname" 1; then
-	[ "${#LONG}" -gt 3000 ] && [ "$(samples_with "$TMP/long.folded" "$LONG")" -gt 300 ] &&
+	n=$(samples_matching "$TMP/long.folded" '(^|;)double spin_long<')
+	[ "${LONG:0:10}" = "spin_long<" ] && [ "$n" -eq 0 ] &&
+		pass "long name: no return type in folded" ||
+		fail "long name: no return type in folded" "$n: $(grep -m1 -o '.\{0,20\}spin_long.\{0,40\}' "$TMP/long.folded")"
+	[ "${#LONG}" -gt 3000 ] && enough "$(samples_with "$TMP/long.folded" "$LONG")" "$TMP/long.folded" longname 0.8 &&
 		pass "long name: whole in folded (${#LONG} characters)" ||
 		fail "long name: whole in folded (${#LONG} characters)" "$(grep -m1 -o 'spin_long.\{0,80\}' "$TMP/long.folded")"
 	n=$(grep -cF -- ";$LONG" "$TMP/long.samples")
-	[ "$n" -gt 300 ] && pass "long name: whole in samples ($n lines)" ||
+	enough "$n" "$TMP/long.folded" longname 0.8 && pass "long name: whole in samples ($n lines)" ||
 		fail "long name: whole in samples" "$n lines: $(grep -m1 -o 'spin_long.\{0,80\}' "$TMP/long.samples")"
 	grep -qF -- "  $LONG" "$TMP/long.top" && pass "long name: whole in top" ||
 		fail "long name: whole in top" "$(grep -o 'spin_long.\{0,80\}' "$TMP/long.top")"

@@ -144,7 +144,7 @@ fi
 
 # Binary formats refuse a terminal without -o (script gives a tty).
 if command -v script >/dev/null; then
-	out=$(script -qec "$BPFS --format pprof -d 1" /dev/null 2>&1)
+	out=$(script -qec "$BPFS --format pprof -d 1" "$TMP/typescript" 2>&1)
 	grep -q 'writes binary: give -o' <<<"$out" && pass "pprof: refused on a terminal without -o" ||
 		fail "pprof: refused on a terminal without -o" "$out"
 fi

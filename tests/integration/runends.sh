@@ -192,7 +192,7 @@ signal_within "stopper 3 s late" INT 1 'samples taken' \
 compile_loop() {
 	local n
 	for n in $(seq 200); do cc -O2 -c "$ROOT/src/capture/sampler.c" -iquote "$ROOT/include" \
-		-iquote "$OUTPUT" -o /dev/null 2>/dev/null; done
+		-iquote "$OUTPUT" -o "$TMP/compile_loop.o" 2>/dev/null; done
 }
 compile_loop >/dev/null 2>&1 &
 cl=$!

@@ -31,6 +31,22 @@ static void test_cxx(void)
 	expect("_ZN3foo3barE", "foo::bar");
 }
 
+/* A template function's mangled name carries its return type, and
+ * c++filt prints it first; perf and pprof do not, nor do we. */
+static void test_cxx_no_return_type(void)
+{
+	expect("_ZSt16__introsort_loopIPiiN9__gnu_cxx5__ops15_Iter_less_iterEEvT_S4_T0_T1_",
+	       "std::__introsort_loop<int*, int, __gnu_cxx::__ops::_Iter_less_iter>"
+	       "(int*, int*, int, __gnu_cxx::__ops::_Iter_less_iter)");
+	expect("_ZN2v88internal15JsonStringifier10Serialize_ILb0EEENS1_6ResultENS0_6HandleINS0_"
+	       "6ObjectEEEbS6_",
+	       "v8::internal::JsonStringifier::Serialize_<false>(v8::internal::Handle<"
+	       "v8::internal::Object>, bool, v8::internal::Handle<v8::internal::Object>)");
+	/* a function returning a function pointer: the declarator goes too */
+	expect("_Z1fIiEPFivEv", "f<int>()");
+	expect("_Z9spin_longI4LeafEdd", "spin_long<Leaf>(double)");
+}
+
 static void test_rust_legacy(void)
 {
 	/* the hash suffix is left out, as rustfilt does */
@@ -85,6 +101,7 @@ static void test_profile_keeps_both(void)
 int main(void)
 {
 	RUN(test_cxx);
+	RUN(test_cxx_no_return_type);
 	RUN(test_rust_legacy);
 	RUN(test_rust_v0);
 	RUN(test_not_mangled);

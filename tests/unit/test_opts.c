@@ -8,6 +8,7 @@
 
 #include "bpfsampler/sampler_abi.h"
 #include "log.h"
+#include "offcpu.h"
 #include "opts.h"
 #include "writer.h"
 #include "unit.h"
@@ -196,6 +197,41 @@ static void test_bad_values(void)
 	BAD("-p", "1", "--", "true");
 	BAD("-o", "");
 	BAD("-F");
+	BAD("--off-cpu-min", "1e3");
+	BAD("--off-cpu-min", "5 ms");
+	BAD("--off-cpu-min", "-1ms");
+	BAD("--off-cpu-walks", "x");
+	BAD("--off-cpu-threads", "0");
+	/* offcpu-time is one more profile: it needs a name with %e */
+	BAD("--off-cpu", "-o", "p.folded");
+	BAD("--off-cpu");
+}
+
+static void test_off_cpu(void)
+{
+	static const struct { const char *s; unsigned long long want; } ok[] = {
+		{ "0", 0 }, { "500", 500 }, { "500ns", 500 }, { "20us", 20000 },
+		{ "1ms", 1000000 }, { "1.5s", 1500000000 }, { "0.5ms", 500000 },
+	};
+	static const char *const bad[] = { "0x10", "1e3", "inf", "", "ms", "-1", "1 ms", "1msx",
+					   "1.2.3", "1h" };
+	unsigned long long v;
+	struct opts o;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		CHECK(opts__parse_ns(ok[i].s, &v) == 0 && v == ok[i].want, "'%s': %llu", ok[i].s, v);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(opts__parse_ns(bad[i], &v) != 0, "'%s' refused", bad[i]);
+	CHECK(PARSE(&o, "--off-cpu", "--off-cpu-min", "2ms", "--off-cpu-walks", "0", "-o",
+		    "p-%e.folded") == OPTS_RUN, "--off-cpu with its options");
+	CHECK(o.events.nr == 2 && !strcmp(o.events.v[1].name, "offcpu-time") &&
+	      o.events.v[1].offcpu && !o.events.v[0].offcpu, "offcpu-time added after cpu-clock");
+	CHECK(o.off_cpu_min_ns == 2000000 && o.off_cpu_walks == 0, "min and walks kept");
+	opts__free(&o);
+	CHECK(PARSE(&o, "-o", "p.folded") == OPTS_RUN && o.off_cpu_walks == OFFCPU_DEFAULT_WALKS &&
+	      o.off_cpu_min_ns == OFFCPU_DEFAULT_MIN_NS &&
+	      o.off_cpu_threads == OFFCPU_DEFAULT_THREADS && o.events.nr == 1, "the defaults");
+	opts__free(&o);
 }
 
 static void test_help_and_version(void)
@@ -279,5 +315,6 @@ int main(void)
 	RUN(test_help_and_version);
 	RUN(test_lists);
 	RUN(test_seconds);
+	RUN(test_off_cpu);
 	UNIT_EXIT();
 }

@@ -474,14 +474,24 @@ static void test_deep_stack(void)
 	profile__free(p);
 }
 
+/* A stream that takes nothing, as a full disk: a cookie, not /dev/full
+ * (a test writes through no path in /dev). */
+static ssize_t full_write(void *cookie, const char *buf, size_t size)
+{
+	(void)cookie, (void)buf, (void)size;
+	errno = ENOSPC;
+	return -1;
+}
+
 static void test_enospc(void)
 {
-	FILE *f = fopen("/dev/full", "w");
+	FILE *f = fopencookie(NULL, "w", (cookie_io_functions_t){ .write = full_write });
 	struct fixture x;
 	int err;
 
+	CHECK(f, "fopencookie");
 	if (!f)
-		SKIP_TEST("no /dev/full");
+		return;
 	build(&x);
 	err = pprof__write_profile(x.p, &(struct writer_opts){}, f);
 	CHECK(err == -ENOSPC, "got %d (%s)", err, strerror(-err));

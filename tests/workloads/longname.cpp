@@ -10,7 +10,8 @@
  * substitution); the demangled one does not.
  *
  * GROUND TRUTH: nearly every sample of the process has the innermost user
- * frame spin_long<...>(double), the name `nm -C longname` prints for it.
+ * frame spin_long<...>(double), the name `nm -C longname` prints for it
+ * less its return type ("double "), which bpfsampler leaves out.
  */
 #include "burn.h"
 

@@ -11,12 +11,18 @@ WL_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -pthread \
 	-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 	-fno-optimize-sibling-calls -fno-inline-functions-called-once
 WL_DEPFLAGS = -MMD -MP -MF $@.d
+# Go (gosym.sh): Debian's go, offline, caches in the build output
+# (GO_ENV, tests/fixtures/fixtures.mk); gowork as Go services ship it
+# (-ldflags='-s -w': no .symtab, no DWARF), gowork-full with both. Without
+# go, gosym.sh says it cannot run.
+WL_GO_BINS := $(if $(GO_FOUND),gowork gowork-full)
+
 WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recurse \
 	libwork.so uselib syscalls cache branch fork_short cpuburn jit \
 	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock bpf_spin \
 	churn churn_child cxxwork longname rustwork rustwork-v0 forkstorm stackfan badfp inlined swevents \
 	getppid_loop mapstorm nofp nofp-stripped dfchain dfchain-stripped \
-	libbenchhold.so ehframe_build)
+	libbenchhold.so ehframe_build offwait $(WL_GO_BINS))
 # C++ and Rust names for the demangling tests. g++ at -O1 with frame
 # pointers; Debian's rustc (tools/install-deps.sh), not a rustup one earlier
 # on PATH: its default mangling (legacy, in 1.63) is what the test expects.
@@ -27,6 +33,14 @@ WL_CXXFLAGS := -O1 -g -Wall -Wextra -fno-omit-frame-pointer -mno-omit-leaf-frame
 WL_RUSTFLAGS := -C force-frame-pointers=yes -C opt-level=1 -g
 
 workloads: $(WL_BINS)
+
+$(WL_OUT)/gowork: $(WL_SRC)/gowork.go $(WL_MK) | $(WL_OUT)
+	$(call msg,GO,$@)
+	$(Q)$(GO_ENV) $(GO) build -ldflags='-s -w' -o $@ $<
+
+$(WL_OUT)/gowork-full: $(WL_SRC)/gowork.go $(WL_MK) | $(WL_OUT)
+	$(call msg,GO,$@)
+	$(Q)$(GO_ENV) $(GO) build -o $@ $<
 
 $(WL_OUT):
 	$(Q)mkdir -p $@
