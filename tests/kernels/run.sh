@@ -90,7 +90,7 @@ ENV
 		tail -n 8 "$R/results/console.log" | sed 's/^/      /'
 		tail -n 12 "$R/results/guest.err" | sed 's/^/      guest: /'
 	fi
-	echo "    ($rel: guest ran $took s; $(grep -m1 -E 'BPF|task_work' "$R/results/version.txt" 2>/dev/null))"
+	echo "    ($rel: guest ran $took s; $(grep -m1 -E '^sampling program' "$R/results/version.txt" 2>/dev/null | tr -s ' '))"
 	if [ "${BPFS_KERNEL_KEEP:-0}" = 1 ]; then
 		mkdir -p "/var/tmp/bpfsampler-kernels"
 		rm -rf "/var/tmp/bpfsampler-kernels/$series"
