@@ -55,6 +55,11 @@ int ehframe__load_debug(const char *path, const char *debug_path, struct ehframe
  * libdw's dwarf_cfi_addrframe, one row at a time, instead of running each
  * FDE's program once (the tests' reference: both give the same rows). */
 #define EHFRAME_LIBDW_ONLY 1u
+/* EHFRAME_FUNCS_ONLY keeps the functions' ranges and no rows (for
+ * ehframe__func_start): a large stripped file's rows are tens of MB (cc1's
+ * ~15 MB), its ranges 32 bytes a function, read from the FDE headers
+ * without running their programs. */
+#define EHFRAME_FUNCS_ONLY 2u
 int ehframe__load_flags(const char *path, const char *debug_path, unsigned flags,
 			struct ehframe **out);
 void ehframe__free(struct ehframe *t);

@@ -549,6 +549,7 @@ size_t filecache__sweep(struct filecache *fc, unsigned int idle)
 			hashmap__delete(fc->files, &r->key, NULL, NULL);
 		release_symbols(fc, r);
 		close_fd(fc, r);
+		fc->stats.symtab_bytes -= ehframe__mem_bytes(r->funcs);
 		ehframe__free(r->funcs);
 		free(r->path);
 		free(r);
@@ -581,8 +582,9 @@ uint64_t filecache__func_start(struct filecache *fc, const struct mapped_file *f
 		return 0;
 	if (!r->funcs_tried) {
 		r->funcs_tried = true;
+		/* the ranges only: the rows are the unwinder's, in BPF */
 		if (!find_file(pid, m, path, sizeof(path), &sb) &&
-		    !ehframe__load(path, &r->funcs))
+		    !ehframe__load_flags(path, NULL, EHFRAME_FUNCS_ONLY, &r->funcs))
 			fc->stats.symtab_bytes += ehframe__mem_bytes(r->funcs);
 	}
 	return r->funcs ? ehframe__func_start(r->funcs, vaddr) : 0;

@@ -48,6 +48,7 @@ struct ehframe {
 	struct vec funcs; /* struct func, sorted by start */
 	struct vec segs;  /* struct ehframe_seg */
 	struct ehframe_stats stats;
+	bool funcs_only;  /* EHFRAME_FUNCS_ONLY: no rows kept */
 };
 
 /* .eh_frame_hdr encodings (LSB "Exception Frame Header"). */
@@ -221,6 +222,8 @@ static int add_row(struct ehframe *t, const struct bpfs_unwind_row *r)
 {
 	struct bpfs_unwind_row *last = t->rows.nr ? vec__at(&t->rows, t->rows.nr - 1) : NULL, *n;
 
+	if (t->funcs_only)
+		return 0;
 	if (last && same_rule(last, r))
 		return 0;
 	if (last && last->pc == r->pc) { /* an empty range: the later rule wins */
@@ -714,6 +717,11 @@ static bool read_function_direct(struct ehframe *t, struct eh_direct *eh, struct
 	if (c.bad || aug > (uint64_t)(c.end - c.p))
 		return false;
 	c.p += aug;
+	if (t->funcs_only) { /* the range is all a function start needs */
+		*pc = start + range < start ? UINT64_MAX : start + range;
+		*err = 0;
+		return true;
+	}
 	st = cie->init;
 	fr.loc = start;
 	fr.stop = start + range < start ? UINT64_MAX : start + range;
@@ -995,6 +1003,7 @@ int ehframe__load_flags(const char *path, const char *debug_path, unsigned flags
 	t->rows = VEC_INIT(struct bpfs_unwind_row);
 	t->funcs = VEC_INIT(struct func);
 	t->segs = VEC_INIT(struct ehframe_seg);
+	t->funcs_only = flags & EHFRAME_FUNCS_ONLY;
 	elf = open_elf(path, &fd, &err);
 	if (elf && debug_path)
 		dbg = open_elf(debug_path, &dfd, &err);
@@ -1082,6 +1091,8 @@ void ehframe__stats(const struct ehframe *t, struct ehframe_stats *out)
 
 size_t ehframe__mem_bytes(const struct ehframe *t)
 {
+	if (!t)
+		return 0;
 	return sizeof(*t) + t->rows.cap * t->rows.elem + t->funcs.cap * t->funcs.elem +
 	       t->segs.cap * t->segs.elem;
 }

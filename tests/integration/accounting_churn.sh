@@ -74,7 +74,9 @@ for run in "99 aggregate" "997 stream"; do
 	if [ -n "${SANITIZE:-}" ]; then
 		# ASan's shadow memory and quarantine: 240 MB at the middle here
 		skip "$name: RSS flat" "not measurable under -fsanitize=$SANITIZE (the plain suite checks it)"
-	elif [ "$n" -ge $((DUR / 2)) ] && [ "$first_mean" -gt 0 ] && [ "$peak" -lt 131072 ] &&
+	# polls: one a second alone, fewer when the host is loaded (8 of 18
+	# seen); three make the thirds
+	elif [ "$n" -ge 3 ] && [ "$first_mean" -gt 0 ] && [ "$peak" -lt 131072 ] &&
 		awk -v a="$first_mean" -v b="$last_min" -v m="$margin" -v s="$slack" 'BEGIN { exit !(b <= a * m + s) }'; then
 		pass "$name: RSS flat: $((first_mean / 1024)) MB, then at least $((last_min / 1024)) MB while sampling, peak $((peak / 1024)) MB"
 	else

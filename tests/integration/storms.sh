@@ -32,35 +32,56 @@ for mode in aggregate stream; do
 	n=$("$W/forkstorm" 3 | grep -oE '^[0-9]+')
 	wait "$b" || fail "fork storm ($mode): bpfsampler failed" "$(cat "$TMP/fork-$mode.folded.err")"
 	procs=$(summary_field "$TMP/fork-$mode.folded.err" "in")
-	[ "${n:-0}" -gt 3000 ] && [ "${procs:-0}" -gt 1000 ] &&
+	# a storm, not a count: ~5000 forks in 3 s alone, a fifth of that
+	# when the host's CPUs are shared with other work
+	[ "${n:-0}" -gt 1000 ] && [ "${procs:-0}" -gt 300 ] &&
 		pass "fork storm ($mode): $n processes in 3 s, samples in $procs processes" ||
 		fail "fork storm ($mode): thousands of processes a second" "$n forked, $procs seen"
 	identity "fork storm ($mode)" "$TMP/fork-$mode.folded"
 	no_ring_trouble "fork storm ($mode)" "$TMP/fork-$mode.folded"
 done
 
-# --- 10,000 threads of one process, each named.
+# --- 10,000 threads of one process, each named. The process's time is
+# thread_work, and what 10,000 threads cost to make and end: clone3 and
+# pthread_create in the main thread, the workers' start (their names set)
+# and exit, the join freeing their stacks. How much of it thread_work is
+# depends on how fast the host makes threads (60-84% measured: less when
+# other work shares the CPUs, as creating 10,000 threads takes most of
+# the 3 s), so the check is that every sample is one of these, named so:
+# at most 2% anything else (the dynamic loader's start-up, a stack cut),
+# and a worker's own samples mostly in thread_work (its start and exit
+# are ~0.3 CPU-s for all 10,000, its work at least 1 CPU-s).
 profile "$TMP/threads.folded" -F 999 -- "$W/threads" 10000 3 ||
 	fail "10,000 threads: bpfsampler failed" "$(cat "$TMP/threads.folded.err")"
 identity "10,000 threads" "$TMP/threads.folded"
 named=$(awk -F';' '$1 ~ /^worker-[0-9]+$/ { print $1 }' "$TMP/threads.folded" | sort -u | wc -l)
-work=$(samples_with "$TMP/threads.folded" thread_work)
-all=$(grep -v '^\[lost\]' "$TMP/threads.folded" | awk -F';' '$1 ~ /^(worker-[0-9]+|threads)$/' |
-	awk '{ s += $NF } END { print s + 0 }')
-[ "$named" -gt 500 ] && [ "$work" -gt $((all * 8 / 10)) ] &&
-	pass "10,000 threads: $named threads seen by name, $work of $all samples in thread_work" ||
-	fail "10,000 threads: threads named, samples in thread_work" "$named named, $work of $all"
+grep -v '^\[lost\]' "$TMP/threads.folded" | awk -F';' '$1 ~ /^(worker-[0-9]+|threads)$/' >"$TMP/threads.ours"
+all=$(total "$TMP/threads.ours")
+work=$(samples_with "$TMP/threads.ours" thread_work)
+grep -E '^worker-[0-9]+;' "$TMP/threads.ours" >"$TMP/threads.workers"
+wall=$(total "$TMP/threads.workers")
+wwork=$(samples_with "$TMP/threads.workers" thread_work)
+life=';(clone3|pthread_create[^;]*|start_thread|__x64_sys_exit|do_exit|__pthread_clockjoin_ex|__nptl_free_stacks|__madvise|pthread_setname_np[^;]*)(;|$)'
+other=$(awk -v re="$life" '{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
+	if (line !~ /;thread_work(;|$)/ && line !~ re) s += n } END { print s + 0 }' "$TMP/threads.ours")
+[ "$named" -gt 200 ] && [ "$all" -gt 300 ] && [ $((other * 100)) -le $((all * 2)) ] &&
+	[ $((wwork * 2)) -gt "$wall" ] &&
+	pass "10,000 threads: $named threads seen by name; of $all samples $work in thread_work, $((all - work - other)) making and ending threads, $other else; workers' own $wwork of $wall in thread_work" ||
+	fail "10,000 threads: threads named, samples in thread_work or the threads' lifecycle" \
+		"$named named; $all samples: $work thread_work, $other else; workers $wwork of $wall: $(grep -v ';thread_work' "$TMP/threads.ours" | grep -vE "$life" | sort -k2 -rn | head -5)"
 
-# --- Distinct deep stacks, far more than a stacks map of 512 holds: the
+# --- Distinct deep stacks, far more than a stacks map of 128 holds: the
 # loader empties the map whenever half of it has been filled, keeping the
 # segments, so nothing is lost and every sample keeps its whole stack;
 # memory bounded (bpfsampler's own peak RSS, the workload apart). Both
 # modes: aggregate samples name their stacks by id in the kernel's counts,
 # stream samples by records (or, where the record was lost, the map).
 for mode in aggregate stream; do
-	"$W/stackfan" 4 &
+	# the fan runs until bpfsampler is done (killed then): a loaded host's
+	# start-up can outlast a fixed few seconds of it (0 samples seen)
+	"$W/stackfan" 60 &
 	wl=$!
-	"$BPFS" -F 999 --stack-entries 512 --mode $mode -d 2.5 -p "$wl" -v \
+	"$BPFS" -F 999 --stack-entries 128 --mode $mode -d 2.5 -p "$wl" -v \
 		-o "$TMP/fan-$mode.folded" 2>"$TMP/fan-$mode.folded.err" &
 	b=$!
 	hwm=0
@@ -69,27 +90,31 @@ for mode in aggregate stream; do
 		[ -n "$h" ] && hwm=$h
 		sleep 0.2
 	done
-	wait "$b" || fail "stacks map of 512 ($mode): bpfsampler failed" "$(cat "$TMP/fan-$mode.folded.err")"
-	wait "$wl"
+	wait "$b" || fail "stacks map of 128 ($mode): bpfsampler failed" "$(cat "$TMP/fan-$mode.folded.err")"
+	kill "$wl"
+	wait "$wl" 2>/dev/null
 	f=$TMP/fan-$mode.folded
-	identity "stacks map of 512 ($mode)" "$f"
+	identity "stacks map of 128 ($mode)" "$f"
 	emptied=$(sed -n 's/.*stacks map: emptied \([0-9]*\) time.*/\1/p' "$f.err")
 	lost=$(awk '/^\[lost\]/ { s += $NF } END { print s + 0 }' "$f")
 	fan=$(samples_with "$f" fan_leaf)
 	# whole: main, then the 24 levels of fan;fan_K, then the leaf
 	whole=$(samples_matching "$f" ';main;(fan;fan_[0-3];){24}fan;fan_leaf$')
 	distinct=$(grep -c 'fan_leaf ' "$f")
-	[ "${emptied:-0}" -ge 2 ] && [ "$lost" = 0 ] && [ "$distinct" -gt 1024 ] &&
-		[ "$fan" -gt 1000 ] && [ "$whole" -ge $((fan * 95 / 100)) ] &&
-		pass "stacks map of 512 ($mode): emptied $emptied times, $distinct distinct stacks, none lost, $whole of $fan whole" ||
-		fail "stacks map of 512 ($mode): emptied, nothing lost, stacks whole" \
+	# more distinct stacks than the map holds (it was emptied), whatever
+	# CPU the fan got on a shared host (1500-2500 stacks alone, 230-410
+	# seen with the host loaded 20 times over)
+	[ "${emptied:-0}" -ge 2 ] && [ "$lost" = 0 ] && [ "$distinct" -gt 128 ] &&
+		[ "$fan" -gt 150 ] && [ "$whole" -ge $((fan * 95 / 100)) ] &&
+		pass "stacks map of 128 ($mode): emptied $emptied times, $distinct distinct stacks, none lost, $whole of $fan whole" ||
+		fail "stacks map of 128 ($mode): emptied, nothing lost, stacks whole" \
 			"emptied ${emptied:-0}, lost $lost, distinct $distinct, whole $whole of $fan; $(grep -E 'lost|stacks map' "$f.err")"
 	if [ -n "${SANITIZE:-}" ]; then
-		skip "stacks map of 512 ($mode): bpfsampler's memory bounded" "not measurable under -fsanitize=$SANITIZE (the plain suite checks it)"
+		skip "stacks map of 128 ($mode): bpfsampler's memory bounded" "not measurable under -fsanitize=$SANITIZE (the plain suite checks it)"
 	elif [ "$hwm" -gt 0 ] && [ "$hwm" -lt $((96 * 1024)) ]; then
-		pass "stacks map of 512 ($mode): bpfsampler peaked at $((hwm / 1024)) MB (bound 96)"
+		pass "stacks map of 128 ($mode): bpfsampler peaked at $((hwm / 1024)) MB (bound 96)"
 	else
-		fail "stacks map of 512 ($mode): bpfsampler's memory bounded" "VmHWM $hwm kB"
+		fail "stacks map of 128 ($mode): bpfsampler's memory bounded" "VmHWM $hwm kB"
 	fi
 done
 
@@ -97,12 +122,13 @@ done
 # after the first 100 with a test knob): the rest of each emptying's
 # segments are dropped, the map still emptied, the run goes on, and the
 # drops are counted in the summary and the agent's metric.
-"$W/stackfan" 3 &
+"$W/stackfan" 60 &
 wl=$!
-BPFS_DEBUG_KEEP_FAIL=100 "$BPFS" -F 999 --stack-entries 512 -d 2 -p "$wl" \
+BPFS_DEBUG_KEEP_FAIL=100 "$BPFS" -F 999 --stack-entries 128 -d 2 -p "$wl" \
 	-o "$TMP/keepfail.folded" 2>"$TMP/keepfail.err"
 rc=$?
-wait "$wl"
+kill "$wl"
+wait "$wl" 2>/dev/null
 emptied=$(sed -n 's/.*stacks map: emptied \([0-9]*\) time.*/\1/p' "$TMP/keepfail.err")
 dropped=$(sed -n 's/.*stacks map: \([0-9]*\) segments emptied out but not kept.*/\1/p' "$TMP/keepfail.err")
 warned=$(grep -c 'segments not kept (Cannot allocate memory)' "$TMP/keepfail.err")
@@ -113,7 +139,7 @@ warned=$(grep -c 'segments not kept (Cannot allocate memory)' "$TMP/keepfail.err
 		"exit $rc, emptied ${emptied:-0}, dropped ${dropped:-0}: $(grep -E 'stacks map|not kept' "$TMP/keepfail.err")"
 "$W/stackfan" 4 &
 wl=$!
-BPFS_DEBUG_KEEP_FAIL=100 "$BPFS" agent -F 999 --stack-entries 512 -d 3.5 --interval 1 \
+BPFS_DEBUG_KEEP_FAIL=100 "$BPFS" agent -F 999 --stack-entries 128 -d 3.5 --interval 1 \
 	--output-dir "$TMP/keepspool" --metrics-file "$TMP/keep.prom" 2>"$TMP/keepagent.err"
 rc=$?
 wait "$wl"
@@ -126,11 +152,11 @@ m=$(awk '$1 == "bpfsampler_stack_segments_dropped_total" { print $2 }' "$TMP/kee
 # --- The same map filled faster than the loader empties it (it sleeps a
 # second after each drain): the samples that found it full are lost,
 # counted as such, and the summary says what to raise.
-profile "$TMP/fanfull.folded" -F 999 --stack-entries 512 --debug-reader-delay 1000 -d 2.5 -- "$W/stackfan" 3 ||
+profile "$TMP/fanfull.folded" -F 999 --stack-entries 128 --debug-reader-delay 1000 -d 2.5 -- "$W/stackfan" 3 ||
 	fail "stacks map full: bpfsampler failed" "$(cat "$TMP/fanfull.folded.err")"
 identity "stacks map full" "$TMP/fanfull.folded"
 full=$(awk '/^\[lost\];\[stacks map full\] / { print $NF }' "$TMP/fanfull.folded")
-[ "${full:-0}" -gt 500 ] && grep -q -- '--stack-entries' "$TMP/fanfull.folded.err" &&
+[ "${full:-0}" -gt 50 ] && grep -q -- '--stack-entries' "$TMP/fanfull.folded.err" &&
 	pass "stacks map full: $full samples lost as such, the summary says what to raise" ||
 	fail "stacks map full: losses counted and explained" "$(cat "$TMP/fanfull.folded.err")"
 
@@ -147,7 +173,10 @@ for fn in spin_loop spin_kernel spin_guard spin_odd spin_junk; do
 		for (i = 2; i <= k; i++) if (a[i] == f) { if (i - 2 > 2) s += n; break }
 	} END { print s + 0 }' "$TMP/badfp.folded")
 	junk=$(grep ";$fn" "$TMP/badfp.folded" | grep -cE '\[(kernel|unmapped)\]\+0x')
-	[ "$n" -gt 200 ] && [ "$deep" -eq 0 ] && [ "$junk" -eq 0 ] &&
+	# all or nothing: a walk that loops or invents frames does so in
+	# every sample, so 10 samples show it (a fifth of badfp's CPU each:
+	# ~280 alone, 13-20 measured with the host loaded 20 times over)
+	[ "$n" -ge 10 ] && [ "$deep" -eq 0 ] && [ "$junk" -eq 0 ] &&
 		pass "bad frame pointers: $fn ($n samples): the walk stops at once, no invented frames" ||
 		fail "bad frame pointers: $fn: the walk stops at once" "$n samples, $deep deeper than 2, $junk junk"
 done
@@ -174,7 +203,7 @@ for fn in spin_loop spin_kernel spin_odd; do
 		if (a[2] ~ /^\[truncated: / && index(line, ";" f)) s += $NF } END { print s + 0 }' \
 		"$TMP/badfp-auto.folded")
 	junk=$(grep ";$fn" "$TMP/badfp-auto.folded" | grep -cE '\[(kernel|unmapped)\]\+0x')
-	[ "$n" -gt 200 ] && [ "$m" -ge $((n * 9 / 10)) ] && [ "$junk" -eq 0 ] &&
+	[ "$n" -ge 10 ] && [ "$m" -ge $((n * 9 / 10)) ] && [ "$junk" -eq 0 ] &&
 		pass "bad frame pointers, default walk: $fn marked cut in $m of $n samples, no invented frames" ||
 		fail "bad frame pointers, default walk: $fn marked cut" "$m of $n marked, $junk junk"
 done
@@ -189,8 +218,10 @@ hostile_map() {
 	local name=$1 writer=$2 d="$TMP/jit-$1" pid start size
 	mkdir -p "$d"
 	# the JIT first, its map written before bpfsampler starts: what is
-	# tested is how the map is read, not when the process is discovered
-	JIT_WAIT=$d "$W/jit" 3 &
+	# tested is how the map is read, not when the process is discovered.
+	# It runs until bpfsampler is done (killed then): on a busy host the
+	# start-up (reading 64 MiB of map) can take most of a fixed 3 s.
+	JIT_WAIT=$d "$W/jit" 60 &
 	local j=$!
 	for _ in $(seq 600); do [ -s "$d/info" ] && break; sleep 0.05; done
 	read -r pid start size <"$d/info"
@@ -198,7 +229,8 @@ hostile_map() {
 	touch "$d/go"
 	"$BPFS" -F 999 -d 1.5 -p "$j" -o "$d/out.folded" 2>"$d/out.folded.err" ||
 		fail "perf map $name: bpfsampler failed" "$(cat "$d/out.folded.err")"
-	wait "$j"
+	kill "$j"
+	wait "$j" 2>/dev/null
 	rm -f "/tmp/perf-$pid.map"
 	HOSTILE_DIR=$d
 }
@@ -216,24 +248,32 @@ map_symlink() { # a root-owned file with a valid entry, behind a symlink
 }
 map_fifo() { mkfifo "$1"; }
 
+# What is checked is how the map is read, not how much CPU the JIT got on
+# a shared host: at least 30 of its samples in the JIT code (~1500 on an
+# idle host, 74 seen with it loaded 20 times over), and of those at most
+# 5% left unnamed when the map has the entry (a stack cut).
+jit_named() { samples_matching "$HOSTILE_DIR/out.folded" ';jit_hot_loop$'; }
+jit_anon() { samples_matching "$HOSTILE_DIR/out.folded" '^jit;.*[[]anon[]][+]0x'; }
 hostile_map huge map_huge
-n=$(samples_matching "$HOSTILE_DIR/out.folded" ';jit_hot_loop$')
-[ "$n" -gt 500 ] && grep -q 'read its first 64 MiB only' "$HOSTILE_DIR/out.folded.err" &&
-	pass "perf map of 70 MB: read up to its bound, said so, the JIT still named ($n)" ||
-	fail "perf map of 70 MB: bounded" "named $n: $(cat "$HOSTILE_DIR/out.folded.err")"
+n=$(jit_named) anon=$(jit_anon)
+[ "$n" -ge 30 ] && [ $((anon * 20)) -le $((n + anon)) ] &&
+	grep -q 'read its first 64 MiB only' "$HOSTILE_DIR/out.folded.err" &&
+	pass "perf map of 70 MB: read up to its bound, said so, the JIT still named ($n, $anon not)" ||
+	fail "perf map of 70 MB: bounded" "named $n, anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
 hostile_map garbage map_garbage
-n=$(samples_matching "$HOSTILE_DIR/out.folded" ';jit_hot_loop$')
-[ "$n" -gt 500 ] && pass "perf map of garbage: the valid line after it still names the JIT ($n)" ||
-	fail "perf map of garbage" "named $n: $(head -5 "$HOSTILE_DIR/out.folded")"
+n=$(jit_named) anon=$(jit_anon)
+[ "$n" -ge 30 ] && [ $((anon * 20)) -le $((n + anon)) ] &&
+	pass "perf map of garbage: the valid line after it still names the JIT ($n, $anon not)" ||
+	fail "perf map of garbage" "named $n, anon $anon: $(head -5 "$HOSTILE_DIR/out.folded")"
 hostile_map symlink map_symlink
 n=$(samples_matching "$HOSTILE_DIR/out.folded" 'planted_name')
-anon=$(samples_matching "$HOSTILE_DIR/out.folded" '^jit;.*[[]anon[]][+]0x')
-[ "$n" -eq 0 ] && [ "$anon" -gt 500 ] && grep -q 'a symbolic link' "$HOSTILE_DIR/out.folded.err" &&
+anon=$(jit_anon)
+[ "$n" -eq 0 ] && [ "$anon" -ge 30 ] && grep -q 'a symbolic link' "$HOSTILE_DIR/out.folded.err" &&
 	pass "perf map behind a symlink: refused, and said so ($anon samples unnamed)" ||
 	fail "perf map behind a symlink: refused" "planted $n, anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
 hostile_map fifo map_fifo
-anon=$(samples_matching "$HOSTILE_DIR/out.folded" '^jit;.*[[]anon[]][+]0x')
-[ "$anon" -gt 500 ] && grep -q 'not a regular file' "$HOSTILE_DIR/out.folded.err" &&
+anon=$(jit_anon)
+[ "$anon" -ge 30 ] && grep -q 'not a regular file' "$HOSTILE_DIR/out.folded.err" &&
 	pass "perf map that is a FIFO: refused without blocking ($anon samples unnamed)" ||
 	fail "perf map that is a FIFO: refused" "anon $anon: $(cat "$HOSTILE_DIR/out.folded.err")"
 
@@ -300,7 +340,8 @@ for c in hdrzero ehff ehrandom ehonly; do
 	grep -E ';lib_spin(;|$| [0-9])' "$dd/only" | grep -vE ';main;run_uselib;lib_spin(;| |$)' >"$dd/other"
 	cut=$(samples_matching "$dd/other" '^uselib;[[]truncated: [^]]*[]];lib_spin(;|$)')
 	wrong=$(($(total "$dd/other") - cut))
-	[ -s "$dd/out.folded" ] && [ "$n" -gt 500 ] && [ "$wrong" -eq 0 ] && [ $((right + cut)) -eq "$n" ] &&
+	# none wrong is the promise: 50 samples show a wrong walk (~1400 alone)
+	[ -s "$dd/out.folded" ] && [ "$n" -ge 50 ] && [ "$wrong" -eq 0 ] && [ $((right + cut)) -eq "$n" ] &&
 		pass "CFI $c: no crash; of $n samples in lib_spin $right whole, $cut marked cut, none wrong" ||
 		fail "CFI $c: stacks through lib_spin right or marked" \
 			"$n in lib_spin, $right whole, $cut cut, $wrong wrong: $(grep -v truncated "$dd/other" | head -5)"

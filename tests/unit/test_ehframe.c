@@ -544,6 +544,52 @@ static void test_cancel(void)
 	ehframe__free(t);
 }
 
+/* EHFRAME_FUNCS_ONLY (what naming a stripped function needs) gives every
+ * address the same function start as the whole table, with no rows and a
+ * fraction of its memory. */
+static void test_funcs_only(void)
+{
+	static const char *const files[] = {
+		FX("fx_nofp"), "/lib/x86_64-linux-gnu/libc.so.6",
+		"/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/usr/bin/bash",
+	};
+	size_t probes = 0, differ = 0;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		struct ehframe *full = NULL, *fo = NULL;
+		const struct bpfs_unwind_row *r;
+		size_t nr, nr_fo;
+
+		if (ehframe__load(files[i], &full))
+			continue;
+		CHECK(!ehframe__load_flags(files[i], NULL, EHFRAME_FUNCS_ONLY, &fo),
+		      "%s: funcs only", files[i]);
+		if (!fo) {
+			ehframe__free(full);
+			continue;
+		}
+		r = ehframe__rows(full, &nr);
+		ehframe__rows(fo, &nr_fo);
+		CHECK(nr_fo == 0, "%s: %zu rows kept with EHFRAME_FUNCS_ONLY", files[i], nr_fo);
+		CHECK(ehframe__mem_bytes(fo) * 2 < ehframe__mem_bytes(full) ||
+		      ehframe__mem_bytes(full) < 4096, /* a fixture's few functions */
+		      "%s: %zu bytes funcs only, %zu whole", files[i], ehframe__mem_bytes(fo),
+		      ehframe__mem_bytes(full));
+		for (size_t k = 0; k < nr; k++)
+			for (uint64_t d = 0; d < 3; d++) {
+				uint64_t pc = r[k].pc + d;
+
+				probes++;
+				if (ehframe__func_start(full, pc) != ehframe__func_start(fo, pc))
+					differ++;
+			}
+		ehframe__free(full);
+		ehframe__free(fo);
+	}
+	printf("    funcs only: %zu addresses probed, %zu differ\n", probes, differ);
+	CHECK(probes > 10000 && differ == 0, "%zu of %zu function starts differ", differ, probes);
+}
+
 int main(void)
 {
 	RUN(test_fixture_rows);
@@ -553,6 +599,7 @@ int main(void)
 	RUN(test_eh_frame_first);
 	RUN(test_libc_rows);
 	RUN(test_direct_same_as_libdw);
+	RUN(test_funcs_only);
 	RUN(test_bad_input);
 	RUN(test_cancel);
 	UNIT_EXIT();

@@ -22,6 +22,9 @@
 #define CHUNK 20000
 
 static double end_time;	/* CLOCK_MONOTONIC */
+/* With WORKLOAD_CPU set in the environment, each thread works SECONDS of
+ * its own CPU time instead (the same samples on a busy host, only later). */
+static double cpu_seconds;
 
 __attribute__((noinline)) unsigned long thread_work(void)
 {
@@ -32,7 +35,8 @@ __attribute__((noinline)) unsigned long thread_work(void)
 			LCG_STEP(x);
 			BARRIER(x);
 		}
-	} while (now_s(CLOCK_MONOTONIC) < end_time);
+	} while (cpu_seconds ? now_s(CLOCK_THREAD_CPUTIME_ID) < cpu_seconds :
+			       now_s(CLOCK_MONOTONIC) < end_time);
 	return x;
 }
 
@@ -69,6 +73,8 @@ int main(int argc, char **argv)
 	if (!t)
 		return 1;
 	end_time = clock_s(CLOCK_MONOTONIC) + seconds;
+	if (getenv("WORKLOAD_CPU"))
+		cpu_seconds = seconds;
 	/* small stacks: 10,000 threads of 8 MiB would be 80 GiB of address space */
 	pthread_attr_t attr;
 
