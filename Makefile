@@ -4,7 +4,9 @@
 #
 #   make            build ./bpfsampler
 #   make profile    install what is missing, build, profile this machine 30 s
-#   make check      install what is missing, build, run every test (as root)
+#   make check      install what is missing, build, run every test (as root),
+#                   Debian 12's 6.1 kernel booted under qemu among them
+#   make check-kernels  Debian's 6.1, 6.12 and 5.10 kernels under qemu
 #   make unit       build the unit tests (no root needed to run them)
 #   make workloads  build the test/benchmark workloads
 #   make fuzz       build the libFuzzer targets, run each $(FUZZ_SECONDS) s
@@ -181,6 +183,14 @@ check:
 	$(Q)OUTPUT=$(OUTPUT) SANITIZE=$(SANITIZE) tests/run
 endif
 
+# make check-kernels: Debian's 6.1, 6.12 and 5.10 booted under qemu, the
+# README's commands and the agent run in each (tests/kernels/; make check
+# boots 6.1 only)
+check-kernels:
+	$(Q)tools/install-deps.sh
+	$(Q)$(MAKE) --no-print-directory all workloads
+	$(Q)BPFS_KERNELS="6.1 6.12 5.10" tests/run kernels
+
 deps:
 	$(Q)tools/install-deps.sh
 
@@ -188,6 +198,6 @@ clean:
 	$(call msg,CLEAN,$(OUTPUT))
 	$(Q)rm -rf $(OUTPUT) .output-san bpfsampler
 
-.PHONY: all check clean deps profile unit workloads FORCE
+.PHONY: all check check-kernels clean deps profile unit workloads FORCE
 
 -include $(wildcard $(OUTPUT)/bpf/*.d $(OUTPUT)/src/*/*.d)

@@ -42,6 +42,10 @@ pkgs="$pkgs g++ rustc"
 # fuzz targets make check runs); clang only recommends it. gcc's own ASan
 # and UBSan (make check SANITIZE=...) come with gcc.
 pkgs="$pkgs libclang-rt-dev"
+# qemu-system-x86 and busybox-static: tests/kernels/ boots Debian's own
+# kernels (6.1, 6.12, 5.10) under software emulation, from an initramfs of
+# the static busybox that mounts this machine's / over 9p
+pkgs="$pkgs qemu-system-x86 busybox-static"
 if [ "${1:-}" = "--bench" ]; then
 	# strace: bench --startup times exec -> armed from the profilers' calls
 	# rt-tests: hackbench, the context-switch storm of tools/bench/offcpu
