@@ -84,7 +84,7 @@ SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 # Every loader module but main.c goes into a library that tests link too.
 # src/ is grouped by concern (cli, capture, symbols, profile, output, agent,
 # lib); objects mirror that tree under $(OUTPUT)/src.
-LIB_SRCS := $(filter-out src/cli/main.c,$(wildcard src/*/*.c))
+LIB_SRCS := $(filter-out src/cli/main.c,$(wildcard src/*/*.c src/*/*/*.c))
 LIB_OBJS := $(patsubst src/%.c,$(OUTPUT)/src/%.o,$(LIB_SRCS))
 LIB_A := $(OUTPUT)/libbpfsampler.a
 MAIN_OBJ := $(OUTPUT)/src/cli/main.o

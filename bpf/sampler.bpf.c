@@ -854,6 +854,8 @@ struct walk {
 	struct uwin *win;
 	const struct bpfs_unwind_proc *proc; /* NULL: frame pointers */
 	struct urow_cache *cache;
+	const struct bpfs_py_proc *py; /* NULL: no CPython here (python.bpf.h) */
+	struct py_cursor *pyc;
 };
 
 /* One frame per call, from bpf_loop: the verifier checks the body once
@@ -921,6 +923,7 @@ static long walk_frame_sleepable(__u64 i, void *data)
 	return 0;
 }
 
+#include "python.bpf.h"
 #include "unwind.bpf.h"
 
 struct cut {
@@ -1124,6 +1127,7 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 	if (!st || !w.win)
 		return true;
 	w.st = st;
+	w.py = python_begin(key->pid, &w.pyc);
 	if (cs & 3) { /* interrupted in user mode: these are its registers */
 		walk_from(st, CTX_REG(ctx, ip), CTX_REG(ctx, bp), CTX_REG(ctx, sp),
 			  use_task_work ? irq_depth : max_depth);
@@ -1134,6 +1138,8 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 		walk_from(st, regs->ip, regs->bp, regs->sp, use_task_work ? irq_depth : max_depth);
 	}
 	user_walk(&w, proc, false);
+	if (w.py)
+		python_tail(st, w.py, w.pyc);
 	if (CUT(4))
 		return false;
 	user_walk_unchecked(st, proc);

@@ -265,7 +265,8 @@ static __always_inline long unwind_stop(struct ustack *st, __u32 reason)
 /* One frame: from the registers of frame nr - 1 to its caller's. */
 static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
 					const struct bpfs_unwind_proc *proc,
-					struct urow_cache *cache, bool sleepable)
+					struct urow_cache *cache, bool sleepable,
+					const struct bpfs_py_proc *py, struct py_cursor *pyc)
 {
 	__u32 nr = st->nr;
 	__u64 pc, look, sp = st->sp, bp = st->fp, cfa, ra = 0, nbp = bp;
@@ -337,6 +338,13 @@ static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
 	/* a return address outside every executable mapping is not a frame */
 	if (unwind_map_of(st, proc, ra - 1) < 0)
 		return unwind_stop(st, BPFS_F_USTACK_BADFRAME);
+	/* an evaluation frame of CPython: its Python frames take its place */
+	if (py && python_in_eval(py, look)) {
+		python_frames(st, py, pyc);
+		nr = st->nr;
+		if (nr >= max_depth || nr >= BPFS_MAX_USER_DEPTH)
+			return 1;
+	}
 	st->ips[nr & (BPFS_MAX_USER_DEPTH - 1)] = ra;
 	st->nr = nr + 1;
 	st->sp = cfa;
@@ -363,7 +371,7 @@ static long user_frame(__u64 i, void *data)
 	struct walk *w = data;
 
 	if (w->proc)
-		return unwind_step(w->st, w->win, w->proc, w->cache, false);
+		return unwind_step(w->st, w->win, w->proc, w->cache, false, w->py, w->pyc);
 	return walk_frame(i, data);
 }
 
@@ -372,7 +380,7 @@ static long user_frame_sleepable(__u64 i, void *data)
 	struct walk *w = data;
 
 	if (w->proc)
-		return unwind_step(w->st, w->win, w->proc, NULL, true);
+		return unwind_step(w->st, w->win, w->proc, NULL, true, NULL, NULL);
 	return walk_frame_sleepable(i, data);
 }
 

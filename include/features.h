@@ -28,6 +28,9 @@ bool features__has_task_work(void);
  * syscall's exit tracepoint and bpf_find_vma), so that each sample is named
  * after the mappings live when it was taken. */
 bool features__has_mmap_tracking(void);
+/* Whether CPython frames can be walked in BPF: bpf_loop (5.17) and
+ * bpf_get_current_task_btf (5.11) in perf_event programs. */
+bool features__has_python_walk(void);
 /* The table printed by --version -v. */
 void features__print(FILE *f);
 

@@ -92,6 +92,7 @@ struct opts {
 	unsigned int unwind;	 /* --unwind: enum bpfs_unwind_mode */
 	unsigned int unwind_rows; /* --unwind-rows */
 	unsigned int unwind_keep; /* --unwind-keep, seconds */
+	bool no_python;		  /* --no-python: CPython frames stay native */
 	bool no_completion;	 /* --no-completion */
 	bool no_follow_mappings; /* --no-follow-mappings */
 	unsigned int map_entries;   /* --map-entries */

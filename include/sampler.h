@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "bpfsampler/sampler_abi.h"
+#include "bpfsampler/python_abi.h"
 
 struct int_list;
 struct event_list;
@@ -60,6 +61,8 @@ struct sampler_opts {
 	unsigned int stack_entries;
 	unsigned int stack_id_bits;	 /* testing aid: 0 = full 64-bit ids */
 	unsigned int ring_size;		 /* bytes per CPU, a power of 2 */
+	bool python;			 /* walk CPython frames
+					  * (features__has_python_walk) */
 	sampler_record_fn on_record;	 /* may be NULL */
 	void *ctx;
 };
@@ -123,6 +126,11 @@ int sampler__poll(struct sampler *s, int timeout_ms);
  * unwind_rows entries) and the per-process hash. -ENOENT with --unwind
  * fp. */
 int sampler__unwind_maps(struct sampler *s, int *rows_fd, int *procs_fd);
+/* The BPF map of CPython processes (python_abi.h), or -ENOENT when Python
+ * frames are not walked (--no-python, a kernel without). */
+int sampler__python_map(struct sampler *s, int *procs_fd);
+/* The BPF side's Python counters (enum bpfs_py_stat), summed over CPUs. */
+int sampler__python_stats(struct sampler *s, uint64_t out[BPFS_PY_STAT_NR]);
 /* Disables the events only: sampling ends, nothing is drained. Safe from
  * another thread while the loader drains (ioctls on the events' fds). */
 int sampler__disable(struct sampler *s);

@@ -33,10 +33,14 @@ typedef int (*stream_fallback_fn)(void *ctx, uint64_t id, struct bpfs_stack *out
 typedef int (*stream_count_fn)(void *ctx, const struct bpfs_count_key *key,
 			       const struct bpfs_count_val *val);
 
+/* BPF met a CPython code object (BPFS_REC_PY_CODE, python_abi.h). */
+typedef void (*stream_py_code_fn)(void *ctx, uint32_t pid, uint64_t code);
+
 struct stream_opts {
 	bool keep_samples;	       /* for --format samples */
 	stream_process_fn on_process;  /* may be NULL */
 	stream_mapping_fn on_mapping;  /* may be NULL */
+	stream_py_code_fn on_py_code;  /* may be NULL */
 	stream_gen_fn map_gen_at;      /* may be NULL */
 	void *ctx;
 };

@@ -89,6 +89,13 @@ struct debuginfo_opts;
 const struct debuginfo_opts *symbolizer__debuginfo(const struct symbolizer *sym);
 /* Called after each read of a process's mappings (addrspace.h). */
 void symbolizer__set_maps_hook(struct symbolizer *sym, addrspace_maps_fn fn, void *ctx);
+/* CPython (pyreg.h): recognised as mappings are read, its code objects read
+ * after each drain, forgotten with its process. Not owned; NULL: none. */
+struct pyreg;
+void symbolizer__set_python(struct symbolizer *sym, struct pyreg *py);
+struct pyreg *symbolizer__python(const struct symbolizer *sym);
+/* The stream's on_py_code (ctx = the symbolizer). */
+void symbolizer__on_py_code(void *ctx, uint32_t pid, uint64_t code);
 /* Reads the processes announced since (addrspace__read_announced): after
  * every drain of the rings. */
 void symbolizer__read_announced(struct symbolizer *sym);

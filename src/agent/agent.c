@@ -29,6 +29,7 @@
 #include "pprof.h"
 #include "profile.h"
 #include "push.h"
+#include "pyreg.h"
 #include "report.h"
 #include "sampler.h"
 #include "service.h"
@@ -91,6 +92,7 @@ struct agent {
 	struct stream *stream;
 	struct sampler *s;
 	struct unwinder *uw; /* NULL with --unwind fp */
+	struct pyreg *py;    /* NULL: CPython frames not walked */
 	struct offcpu *oc;   /* --off-cpu */
 	struct spool *spool;
 	struct pusher *push;
@@ -524,8 +526,11 @@ static void agent__free(struct agent *a)
 	pusher__free(a->push);
 	spool__free(a->spool);
 	service_map__free(a->services);
-	if (a->sym)
+	if (a->sym) {
 		symbolizer__set_maps_hook(a->sym, NULL, NULL);
+		symbolizer__set_python(a->sym, NULL);
+	}
+	pyreg__free(a->py);
 	unwinder__free(a->uw);
 	offcpu__free(a->oc);
 	sampler__free(a->s);
@@ -598,6 +603,7 @@ static int agent__setup(struct agent *a)
 		err = stream__new(&(struct stream_opts){ .on_process = symbolizer__on_process,
 							 .on_mapping = symbolizer__on_mapping,
 							 .map_gen_at = symbolizer__map_gen_at,
+							 .on_py_code = symbolizer__on_py_code,
 							 .ctx = a->sym },
 				  &a->stream);
 	if (err)
@@ -615,6 +621,8 @@ static int agent__setup(struct agent *a)
 	err = sampler__new(&so, &a->s);
 	if (!err && sampler__unwind(a->s) != BPFS_UNWIND_FP)
 		err = unwinder__start(a->s, a->sym, o->unwind_rows, o->unwind_keep, &a->uw);
+	if (!err)
+		err = pyreg__start(a->s, a->sym, &a->py);
 	if (!err && o->off_cpu)
 		err = offcpu__new(a->s, &(struct offcpu_opts){
 					  .event = o->events.nr - 1, /* added last (opts.c) */

@@ -245,6 +245,20 @@ bool features__has_mmap_tracking(void)
 	       bpf_features__full_sampler();
 }
 
+bool features__has_python_walk(void)
+{
+	static int has = -1;
+
+	/* the walk loops under bpf_loop (5.17) and finds the thread's fs
+	 * base through bpf_get_current_task_btf (5.11); without them the
+	 * older program variant runs and Python frames stay native */
+	if (has < 0)
+		has = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) > 0 &&
+		      libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT,
+					      BPF_FUNC_get_current_task_btf, NULL) > 0;
+	return has;
+}
+
 void features__print(FILE *f)
 {
 	struct utsname u;
@@ -263,6 +277,8 @@ void features__print(FILE *f)
 		features__has_mmap_tracking()
 			? "yes"
 			: "no (names from the mappings read, which a later dlopen can replace)");
+	fprintf(f, "CPython frames (bpf_loop, 5.17):  %s\n",
+		features__has_python_walk() ? "yes, CPython 3.8-3.13" : "no (they stay native)");
 	fprintf(f, "possible CPUs:                    %d\n", features__nr_cpus());
 	fprintf(f, "perf_event_max_sample_rate:       %ld\n", features__max_sample_rate());
 	fprintf(f, "perf_event_max_stack:             %ld\n", features__max_stack());

@@ -225,6 +225,9 @@ static int configure(struct sampler *s)
 		       s->keep_fail_after, s->keep_fail_after);
 	}
 	skel->rodata->unwind_mode = o->unwind;
+	/* with --unwind fp the Python frames go outward of the native ones
+	 * (python_tail): a frame-pointer walk never reaches the interpreter */
+	skel->rodata->use_python = o->python && features__has_python_walk();
 	if (o->stack_id_bits && o->stack_id_bits < 64)
 		skel->rodata->stack_id_mask = (1ULL << o->stack_id_bits) - 1;
 
@@ -248,6 +251,8 @@ static int configure(struct sampler *s)
 					       o->unwind_rows : 1);
 	if (!err && o->unwind == BPFS_UNWIND_FP)
 		err = bpf_map__set_max_entries(skel->maps.unwind_procs, 1);
+	if (!err && !skel->rodata->use_python)
+		err = bpf_map__set_max_entries(skel->maps.py_procs, 1);
 	/* The first ring is the template of the inner map (its size). */
 	if (!err)
 		err = bpf_map__set_inner_map_fd(skel->maps.rings, s->ring_fds[0]);
@@ -1090,6 +1095,36 @@ void sampler__free(struct sampler *s)
 	free(s->ring_fds);
 	sampler_bpf__destroy(s->skel);
 	free(s);
+}
+
+int sampler__python_map(struct sampler *s, int *procs_fd)
+{
+	if (!s->skel->rodata->use_python)
+		return -ENOENT;
+	*procs_fd = bpf_map__fd(s->skel->maps.py_procs);
+	return 0;
+}
+
+int sampler__python_stats(struct sampler *s, uint64_t out[BPFS_PY_STAT_NR])
+{
+	int nr = libbpf_num_possible_cpus();
+	uint64_t *vals;
+
+	memset(out, 0, BPFS_PY_STAT_NR * sizeof(*out));
+	if (nr <= 0)
+		return nr ? nr : -EINVAL;
+	vals = calloc(nr, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 k = 0; k < BPFS_PY_STAT_NR; k++) {
+		if (bpf_map__lookup_elem(s->skel->maps.py_stats, &k, sizeof(k), vals,
+					 nr * sizeof(*vals), 0))
+			continue;
+		for (int c = 0; c < nr; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+	return 0;
 }
 
 struct bpf_object *sampler__bpf_object(struct sampler *s)

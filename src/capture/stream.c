@@ -6,6 +6,7 @@
 
 #include "hashmap.h"
 #include "stream.h"
+#include "bpfsampler/python_abi.h"
 #include "vec.h"
 
 /* Samples of one thread waiting for its completion record. */
@@ -457,6 +458,8 @@ static size_t min_size(uint32_t type)
 		return sizeof(struct bpfs_rec_complete);
 	case BPFS_REC_MAP:
 		return sizeof(struct bpfs_rec_map);
+	case BPFS_REC_PY_CODE:
+		return sizeof(struct bpfs_rec_py_code);
 	default:
 		return SIZE_MAX;
 	}
@@ -524,6 +527,13 @@ int stream__handle(struct stream *st, const void *data, size_t size)
 		if (st->opts.on_mapping)
 			st->opts.on_mapping(st->opts.ctx, data);
 		return 0;
+	case BPFS_REC_PY_CODE: {
+		const struct bpfs_rec_py_code *r = data;
+
+		if (st->opts.on_py_code)
+			st->opts.on_py_code(st->opts.ctx, r->pid, r->code);
+		return 0;
+	}
 	}
 	return 0;
 }

@@ -35,6 +35,7 @@
 #include "log.h"
 #include "opts.h"
 #include "profile.h"
+#include "pyreg.h"
 #include "report.h"
 #include "sampler.h"
 #include "sideband.h"
@@ -175,6 +176,7 @@ struct run {
 	struct sampler *s;
 	struct command *cmd;
 	struct unwinder *uw;	/* NULL with --unwind fp */
+	struct pyreg *py;	/* NULL: CPython frames not walked */
 	struct offcpu *oc;	/* --off-cpu */
 	struct offcpu_stats ost;
 	struct wallclock *wall;	/* --off-cpu: each thread's on + off-CPU time */
@@ -780,6 +782,36 @@ static void print_sideband(const struct run *r)
 			sb.max_lag_ns / 1e6);
 }
 
+/* CPython: processes walked, frames, code objects read, why walks ended. */
+static void print_python(const struct run *r)
+{
+	uint64_t b[BPFS_PY_STAT_NR];
+	struct pyreg_stats ps;
+
+	if (!r->py || sampler__python_stats(r->s, b))
+		return;
+	pyreg__stats(r->py, &ps);
+	if (!ps.interpreters && !b[BPFS_PY_STAT_WALKS])
+		return;
+	fprintf(stderr, "  python: %llu processes walked (%llu of versions not walked), %llu "
+		"samples met the interpreter, %llu Python frames (%llu samples with frames outward of a native walk cut short); %llu code objects read "
+		"(%.1f KiB held, %llu unreadable, %llu records not sent)\n",
+		(unsigned long long)ps.processes, (unsigned long long)ps.unsupported,
+		(unsigned long long)b[BPFS_PY_STAT_WALKS], (unsigned long long)b[BPFS_PY_STAT_FRAMES],
+		(unsigned long long)b[BPFS_PY_STAT_TAILS],
+		(unsigned long long)(ps.codes + ps.codes_released), ps.code_bytes / 1024.0,
+		(unsigned long long)ps.code_unread, (unsigned long long)b[BPFS_PY_STAT_CODE_UNSENT]);
+	if (b[BPFS_PY_STAT_NO_THREAD] || b[BPFS_PY_STAT_READ] || b[BPFS_PY_STAT_BAD_CODE] ||
+	    b[BPFS_PY_STAT_TOO_DEEP])
+		fprintf(stderr, "  python: walks ended early (marked in the stacks): %llu no "
+			"thread state, %llu unreadable frames, %llu not a code object, %llu too "
+			"many frames\n",
+			(unsigned long long)b[BPFS_PY_STAT_NO_THREAD],
+			(unsigned long long)b[BPFS_PY_STAT_READ],
+			(unsigned long long)b[BPFS_PY_STAT_BAD_CODE],
+			(unsigned long long)b[BPFS_PY_STAT_TOO_DEEP]);
+}
+
 /* The unwind tables: files, rows, build time and releases. */
 static void print_unwind(const struct run *r)
 {
@@ -828,6 +860,7 @@ static void print_summary(const struct run *r)
 			report__event_summary(stderr, o->events.v[ev].name, &r->st, ev,
 					      o->weight_period);
 	print_unwind(r);
+	print_python(r);
 	if (r->oc)
 		offcpu__summary(stderr, &r->ost, o->verbose > 0);
 	if (r->wall)
@@ -902,6 +935,7 @@ static int run_setup(struct run *r)
 							 .on_process = symbolizer__on_process,
 							 .on_mapping = symbolizer__on_mapping,
 							 .map_gen_at = symbolizer__map_gen_at,
+							 .on_py_code = symbolizer__on_py_code,
 							 .ctx = r->sym },
 				  &r->stream);
 	if (!err && o->command)
@@ -930,6 +964,8 @@ static int run_setup(struct run *r)
 					  .walks_per_s = o->off_cpu_walks,
 					  .threads = o->off_cpu_threads },
 				  &r->oc);
+	if (!err)
+		err = pyreg__start(r->s, r->sym, &r->py);
 	if (!err)
 		err = fold_setup(r);
 	return err;
@@ -1056,8 +1092,11 @@ out:
 		if (!err)
 			err = status; /* positive: the command's exit status */
 	}
-	if (r.sym)
+	if (r.sym) {
 		symbolizer__set_maps_hook(r.sym, NULL, NULL);
+		symbolizer__set_python(r.sym, NULL);
+	}
+	pyreg__free(r.py);
 	for (size_t ev = 0; ev < BPFS_MAX_EVENTS; ev++)
 		profile__free(r.folded[ev]);
 	unwinder__free(r.uw);

@@ -43,6 +43,7 @@ enum {
 	OPT_INLINE,
 	OPT_NO_LINES,
 	OPT_LINES,
+	OPT_NO_PYTHON,
 	OPT_OFF_CPU,
 	OPT_OFF_CPU_MIN,
 	OPT_OFF_CPU_WALKS,
@@ -94,6 +95,7 @@ static const struct option long_opts[] = {
 	{ "inline", no_argument, NULL, OPT_INLINE },
 	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
 	{ "lines", no_argument, NULL, OPT_LINES },
+	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
 	{ "off-cpu-min", required_argument, NULL, OPT_OFF_CPU_MIN },
 	{ "off-cpu-walks", required_argument, NULL, OPT_OFF_CPU_WALKS },
@@ -220,6 +222,9 @@ void opts__usage(FILE *f)
 "      --unwind-keep S      keep the table of a file no process maps any more\n"
 "                           S seconds (default %u), for the next process\n"
 "                           that maps it; 0: release it at once\n"
+"      --no-python          leave CPython's frames native: by default the\n"
+"                           Python functions (3.8-3.13) a process runs show\n"
+"                           in its stacks, qualname with file and line\n"
 "      --interrupt-depth N  user frames walked in the sampling interrupt; the\n"
 "                           rest is walked when the thread returns to user\n"
 "                           space (default: all of --max-stack-depth)\n"
@@ -681,6 +686,9 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 	case OPT_LINES:
 		o->no_lines = false;
 		o->lines_given = true;
+		break;
+	case OPT_NO_PYTHON:
+		o->no_python = true;
 		break;
 	case OPT_INTERVAL:
 		if (opts__parse_seconds(arg, &o->agent.interval) || o->agent.interval < 1 ||
@@ -1176,5 +1184,6 @@ void opts__sampler_opts(const struct opts *o, struct sampler_opts *so)
 		.stack_id_bits = o->stack_id_bits,
 		.ring_size = o->ring_size,
 		.sideband_size = o->sideband_size,
+		.python = !o->no_python,
 	};
 }

@@ -8,11 +8,13 @@
 #include "hashmap.h"
 #include "log.h"
 #include "profile.h"
+#include "pyreg.h"
 #include "report.h"
 #include "sampler.h"
 #include "bpfsampler/offcpu_abi.h"
 #include "stream.h"
 #include "symbolize.h"
+#include "bpfsampler/python_abi.h"
 
 /* markers + user frames + kernel frames */
 #define MAX_FRAMES (BPFS_MAX_USER_DEPTH + BPFS_SEG_FRAMES + 8)
@@ -171,6 +173,8 @@ static size_t cut_unmapped(struct build_ctx *c, const struct bpfs_count_key *k, 
 	if (!(k->flags & BPFS_F_USTACK_UNCHECKED))
 		return nr;
 	for (size_t i = 1; i < nr; i++) {
+		if (BPFS_PY_IS_FRAME(c->ips[i]))
+			return nr; /* BPF's Python frames: the native walk ended before */
 		symbolizer__user(c->sym, k->pid, k->map_gen, c->ips[i], true, &f);
 		if (f.kind == SYM_UNMAPPED) {
 			*cut = true;
@@ -178,6 +182,23 @@ static size_t cut_unmapped(struct build_ctx *c, const struct bpfs_count_key *k, 
 		}
 	}
 	return nr;
+}
+
+/* A CPython frame (python_abi.h): its qualified name, declared in its file
+ * at its first line, at the line of its instruction; a marker where the
+ * walk of the interpreter's frames ended early. No mapping: the code
+ * object is data, not an address of a file. */
+static uint32_t python_location(struct build_ctx *c, uint32_t pid, uint64_t word)
+{
+	struct pyreg_frame f;
+
+	pyreg__name(symbolizer__python(c->sym), pid, word, &f);
+	if (f.marker)
+		return marker(c->p, f.name);
+	return profile__add_location(c->p, &(struct pf_location){
+		.function = profile__add_function_at(c->p, f.name, f.file, f.first_line),
+		.line = f.line,
+		.kind = PF_KIND_USER });
 }
 
 /* An off-CPU block's root frames: why it was off the CPU, then what was
@@ -225,6 +246,10 @@ static size_t add_user(struct build_ctx *c, const struct bpfs_count_key *k, size
 		c->fr[n++] = marker(c->p, "[truncated: bad frame]");
 	/* ips[0] is the leaf; the frames go outermost first. */
 	for (size_t i = nr; i-- > 0;) {
+		if (BPFS_PY_IS_FRAME(c->ips[i])) {
+			c->fr[n++] = python_location(c, k->pid, c->ips[i]);
+			continue;
+		}
 		symbolizer__user(c->sym, k->pid, k->map_gen, c->ips[i], i > 0, &f);
 		c->fr[n++] = user_location(c, &f, c->ips[i]);
 	}

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "addrspace.h"
 #include "bpfprogs.h"
@@ -17,6 +18,7 @@
 #include "log.h"
 #include "perfmap.h"
 #include "procmaps.h"
+#include "pyreg.h"
 #include "sideband.h"
 #include "symbolize.h"
 #include <linux/types.h>
@@ -32,7 +34,24 @@ struct symbolizer {
 	struct debuginfo_opts dbg;
 	bool no_lines;
 	uint64_t user_frames, user_named, kernel_frames, kernel_named, user_lines;
+	/* whoever else follows mappings (the unwinder), and CPython */
+	addrspace_maps_fn on_maps;
+	void *on_maps_ctx;
+	struct pyreg *py;
 };
+
+/* A process's mappings were read: to the unwinder, then to CPython's
+ * recognition (which reads the files the unwinder has just opened). */
+static void sym_on_maps(void *ctx, int pid, const struct procmaps *pm,
+			const struct mapped_file *const *files)
+{
+	struct symbolizer *sym = ctx;
+
+	if (sym->on_maps)
+		sym->on_maps(sym->on_maps_ctx, pid, pm, files);
+	if (sym->py && pid != getpid())
+		pyreg__note_maps(sym->py, pid, pm);
+}
 
 int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 {
@@ -53,6 +72,8 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 		err = addrspace__new(sym->fc, &sym->as);
 	if (!err)
 		err = bpfprogs__new(&sym->bpf);
+	if (!err)
+		addrspace__set_maps_hook(sym->as, sym_on_maps, sym);
 	if (err) {
 		symbolizer__free(sym);
 		return err;
@@ -146,6 +167,8 @@ uint32_t symbolizer__map_gen_at(void *ctx, uint32_t pid, uint32_t gen, uint64_t 
 void symbolizer__read_announced(struct symbolizer *sym)
 {
 	addrspace__read_announced(sym->as);
+	/* after the maps: a new process's interpreter is known by then */
+	pyreg__read_pending(sym->py);
 }
 
 void symbolizer__set_tracking(struct symbolizer *sym, bool on)
@@ -155,7 +178,26 @@ void symbolizer__set_tracking(struct symbolizer *sym, bool on)
 
 void symbolizer__set_maps_hook(struct symbolizer *sym, addrspace_maps_fn fn, void *ctx)
 {
-	addrspace__set_maps_hook(sym->as, fn, ctx);
+	sym->on_maps = fn;
+	sym->on_maps_ctx = ctx;
+}
+
+void symbolizer__set_python(struct symbolizer *sym, struct pyreg *py)
+{
+	sym->py = py;
+}
+
+struct pyreg *symbolizer__python(const struct symbolizer *sym)
+{
+	return sym->py;
+}
+
+void symbolizer__on_py_code(void *ctx, uint32_t pid, uint64_t code)
+{
+	struct symbolizer *sym = ctx;
+
+	if (sym->py)
+		pyreg__on_code(sym->py, pid, code);
 }
 
 void symbolizer__refresh(struct symbolizer *sym)
@@ -327,10 +369,37 @@ void symbolizer__sweep(struct symbolizer *sym, addrspace_gone_fn gone, void *ctx
 	symbolizer__sweep_exited(sym, NULL, gone, ctx);
 }
 
+/* A process forgotten: its Python names go too, then the caller hears. */
+struct sweep_ctx {
+	struct symbolizer *sym;
+	addrspace_dying_fn dying;
+	addrspace_gone_fn gone;
+	void *ctx;
+};
+
+static void sym_dying(void *ctx, const int *pids, size_t nr)
+{
+	struct sweep_ctx *sc = ctx;
+
+	if (sc->dying)
+		sc->dying(sc->ctx, pids, nr);
+}
+
+static void sym_gone(void *ctx, int pid)
+{
+	struct sweep_ctx *sc = ctx;
+
+	pyreg__forget(sc->sym->py, pid);
+	if (sc->gone)
+		sc->gone(sc->ctx, pid);
+}
+
 void symbolizer__sweep_exited(struct symbolizer *sym, addrspace_dying_fn dying,
 			      addrspace_gone_fn gone, void *ctx)
 {
-	addrspace__sweep_exited(sym->as, PROC_GRACE_SWEEPS, dying, gone, ctx);
+	struct sweep_ctx sc = { sym, dying, gone, ctx };
+
+	addrspace__sweep_exited(sym->as, PROC_GRACE_SWEEPS, sym_dying, sym_gone, &sc);
 	filecache__sweep(sym->fc, FILE_IDLE_SWEEPS);
 }
 

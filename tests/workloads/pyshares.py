@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: GPL-2.0
+"""pyshares.py SECONDS [json]: a known answer for Python frames
+(tests/integration/python.sh). outer() calls leaf_a(1000) and leaf_b(2000),
+whose bodies are the same loop: leaf_a takes 1/3 of the time, leaf_b 2/3,
+both under outer. With "json": encode() calls json.dumps on a big object,
+so the C encoder (native code called from Python) runs under encode.
+Runs for SECONDS of its own CPU time (a busy machine stretches the wall
+time, not the samples), 0: until killed; with $PYSHARES_READY set, creates
+that file once start-up is over. Any CPython 3.x."""
+import json
+import os
+import sys
+import time
+
+
+def leaf_a(n):
+    x = 0
+    for i in range(n):
+        x += i * i
+    return x
+
+
+def leaf_b(n):
+    x = 0
+    for i in range(n):
+        x += i * i
+    return x
+
+
+def outer(deadline):
+    # the clock is a system call (CPU time has no vDSO): read it every
+    # tenth round, so outer's own time stays small beside the leaves'
+    while time.process_time() < deadline:
+        for _ in range(10):
+            leaf_a(1000)
+            leaf_b(2000)
+
+
+def encode(deadline):
+    data = [{"k%d" % i: [i, str(i), float(i)] for i in range(50)} for _ in range(200)]
+    while time.process_time() < deadline:
+        json.dumps(data)
+
+
+def main():
+    time.sleep(float(os.environ.get("PYSHARES_DELAY", "0")))
+    if os.environ.get("PYSHARES_READY"):
+        open(os.environ["PYSHARES_READY"], "w").close()
+    while os.environ.get("PYSHARES_GO") and not os.path.exists(os.environ["PYSHARES_GO"]):
+        time.sleep(0.01)
+    seconds = float(sys.argv[1])
+    deadline = time.process_time() + seconds if seconds > 0 else float("inf")
+    if len(sys.argv) > 2 and sys.argv[2] == "json":
+        encode(deadline)
+    else:
+        outer(deadline)
+    time.sleep(float(os.environ.get("PYSHARES_LINGER", "0")))
+
+
+main()
