@@ -4,35 +4,12 @@ function NAME, prints "NAME FILENAME START_LINE LINE" as the profile says
 (profile.proto: Location.line -> Line{function_id, line}, Function{name,
 filename, start_line})."""
 import gzip
+import os
 import sys
 
-def varint(b, i):
-    s = v = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << s
-        s += 7
-        if not c & 0x80:
-            return v, i
-
-def fields(b):
-    i = 0
-    while i < len(b):
-        k, i = varint(b, i)
-        f, t = k >> 3, k & 7
-        if t == 0:
-            v, i = varint(b, i)
-        elif t == 2:
-            n, i = varint(b, i)
-            v, i = b[i:i + n], i + n
-        elif t == 1:
-            v, i = b[i:i + 8], i + 8
-        elif t == 5:
-            v, i = b[i:i + 4], i + 4
-        else:
-            raise ValueError("wire type %d" % t)
-        yield f, t, v
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pprof_wire import fields  # noqa: E402
 
 b = gzip.open(sys.argv[1]).read()
 strs = [v.decode() for f, t, v in fields(b) if f == 6]
