@@ -41,10 +41,25 @@ mount -t debugfs debugfs $N/sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs $N/sys/kernel/tracing 2>/dev/null
 mount -t bpf bpf $N/sys/fs/bpf
 mount -t cgroup2 cgroup2 $N/sys/fs/cgroup
-for d in /tmp /run /var/tmp; do mount -t tmpfs tmpfs $N$d; done
+# The checkout may live where tmpfs goes (CI's clone under /tmp): the
+# host's folders stay reachable under /hostfs, and the checkout is bound
+# back over the tmpfs once guest.env has said where it is.
+for d in /tmp /run /var/tmp; do
+	mkdir -p /hostfs$d
+	mount -o bind $N$d /hostfs$d
+	mount -t tmpfs tmpfs $N$d
+done
 chmod 1777 $N/tmp $N/var/tmp
 mkdir -p $N/run/results
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 results $N/run/results
+for p in "$(. $N/run/results/guest.env && echo "$ROOT")" \
+	"$(. $N/run/results/guest.env && echo "$OUTPUT")"; do
+	for d in /tmp /run /var/tmp; do
+		case "$p/" in
+		"$d"/?*) mkdir -p "$N$p" && mount -o bind "/hostfs$p" "$N$p" ;;
+		esac
+	done
+done
 ifconfig lo 127.0.0.1 up # the agent pushes to a receiver on loopback
 hostname bpfs-guest
 
