@@ -112,7 +112,7 @@ static int by_wall(const void *a, const void *b)
 
 const struct wallclock_thread *wallclock__threads(struct wallclock *w, size_t *nr)
 {
-	if (!w->sorted) {
+	if (!w->sorted && w->nr) { /* none: no array, and qsort(NULL, 0) is undefined */
 		/* the index no longer names positions: rebuilt on the next add */
 		qsort(w->v, w->nr, sizeof(*w->v), by_wall);
 		for (size_t i = 0; i < w->nr; i++)
