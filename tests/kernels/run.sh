@@ -53,10 +53,12 @@ boot() {
 	R=$TMP/$series
 	mkdir -p "$R/results" "$R/initrd"
 	initrd "$R/initrd" "$K" "$R/initrd.gz"
+	# physical paths: a symlink on the way would lead out of the guest's
+	# root, where the init binds the checkout (init.sh)
 	cat >"$R/results/guest.env" <<ENV
-ROOT='$ROOT'
-OUTPUT='$OUTPUT'
-GUEST_SCRIPT='$HERE/guest.sh'
+ROOT='$(cd "$ROOT" && pwd -P)'
+OUTPUT='$(cd "$OUTPUT" && pwd -P)'
+GUEST_SCRIPT='$(cd "$HERE" && pwd -P)/guest.sh'
 BPFS_KERNEL_KEEP=${BPFS_KERNEL_KEEP:-0}
 BPFS_GUEST_CHECKS="${BPFS_GUEST_CHECKS:-}"
 BPFS_GUEST_EXTRA="${BPFS_GUEST_EXTRA:-}"
