@@ -247,16 +247,10 @@ bool features__has_mmap_tracking(void)
 
 bool features__has_python_walk(void)
 {
-	static int has = -1;
-
 	/* the walk loops under bpf_loop (5.17) and finds the thread's fs
-	 * base through bpf_get_current_task_btf (5.11); without them the
-	 * older program variant runs and Python frames stay native */
-	if (has < 0)
-		has = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) > 0 &&
-		      libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT,
-					      BPF_FUNC_get_current_task_btf, NULL) > 0;
-	return has;
+	 * base through bpf_get_current_task_btf (5.11): the full program's;
+	 * under the compat one Python frames stay native */
+	return bpf_features__full_sampler();
 }
 
 void features__print(FILE *f)
