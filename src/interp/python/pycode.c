@@ -170,8 +170,16 @@ void pycode__free(struct pycode *c)
 	c->nr_lines = 0;
 }
 
+/* A line summed from a table of the process's: 64-bit, so a hostile table
+ * cannot overflow it (found by fuzz_pycode), and one outside what a line
+ * can be is no line. */
+static int32_t line_ok(int64_t line)
+{
+	return line < 0 || line > INT32_MAX ? 0 : (int32_t)line;
+}
+
 /* 3.8-3.9: (byte offset increment, signed line increment) pairs. */
-static int32_t line_lnotab(const uint8_t *t, uint32_t n, int32_t line, uint32_t off)
+static int32_t line_lnotab(const uint8_t *t, uint32_t n, int64_t line, uint32_t off)
 {
 	uint32_t addr = 0;
 
@@ -181,11 +189,11 @@ static int32_t line_lnotab(const uint8_t *t, uint32_t n, int32_t line, uint32_t 
 			break;
 		line += (int8_t)t[i + 1];
 	}
-	return line;
+	return line_ok(line);
 }
 
 /* 3.10: (byte length, signed line delta) pairs; -128: no line. */
-static int32_t line_310(const uint8_t *t, uint32_t n, int32_t line, uint32_t off)
+static int32_t line_310(const uint8_t *t, uint32_t n, int64_t line, uint32_t off)
 {
 	uint32_t end = 0;
 
@@ -197,7 +205,7 @@ static int32_t line_310(const uint8_t *t, uint32_t n, int32_t line, uint32_t off
 			line += d;
 		end = start + t[i];
 		if (off >= start && off < end)
-			return d == -128 ? 0 : line;
+			return d == -128 ? 0 : line_ok(line);
 	}
 	return 0;
 }
@@ -227,7 +235,7 @@ static int32_t loc_svarint(const uint8_t *t, uint32_t n, uint32_t *i)
 
 /* 3.11+: entries of 1-8 code units, each a first byte (1, code:4,
  * length-1:3) and what its code says follows. */
-static int32_t line_locations(const uint8_t *t, uint32_t n, int32_t line, uint32_t unit)
+static int32_t line_locations(const uint8_t *t, uint32_t n, int64_t line, uint32_t unit)
 {
 	uint32_t i = 0, at = 0;
 
@@ -256,7 +264,7 @@ static int32_t line_locations(const uint8_t *t, uint32_t n, int32_t line, uint32
 		}
 		line += delta;
 		if (unit >= at && unit < at + len)
-			return none || line < 0 ? 0 : line;
+			return none ? 0 : line_ok(line);
 		at += len;
 	}
 	return 0;
