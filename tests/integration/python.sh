@@ -134,12 +134,13 @@ grep -q 'python: [1-9][0-9]* processes walked' "$TMP/all.folded.err" &&
 	pass "the summary counts the Python processes: $(grep -o 'python: [^;]*' "$TMP/all.folded.err" | head -1)" ||
 	fail "the summary counts the Python processes" "$(cat "$TMP/all.folded.err")"
 
-# --- -p PID, after start-up: all at once. They wait for the profile to
+# --- -p PID, after start-up: all at once, 2 s of CPU each (~3900 samples:
+# 5 points are 7 standard deviations). They wait for the profile to
 # start before their CPU budget does (the profiler's start is slow on a
 # loaded machine), and it stops once they are done.
 pids=()
 for p in "${PYS[@]}"; do
-	PYSHARES_READY=$TMP/ready.$(comm_of "$p") PYSHARES_GO=$TMP/go start_py "$p" 1
+	PYSHARES_READY=$TMP/ready.$(comm_of "$p") PYSHARES_GO=$TMP/go start_py "$p" 2
 	pids+=($!)
 done
 wait_for $(for p in "${PYS[@]}"; do echo "$TMP/ready.$(comm_of "$p")"; done)

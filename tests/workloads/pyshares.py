@@ -1,14 +1,18 @@
 # SPDX-License-Identifier: GPL-2.0
 """pyshares.py SECONDS [json]: a known answer for Python frames
-(tests/integration/python.sh). outer() calls leaf_a(1000) and leaf_b(2000),
+(tests/integration/python.sh). outer() calls leaf_a(n) and leaf_b(2n),
 whose bodies are the same loop: leaf_a takes 1/3 of the time, leaf_b 2/3,
-both under outer. With "json": encode() calls json.dumps on a big object,
+both under outer. The loop keeps its value in one digit (xor, never a
+sum that outgrows 2**30 in leaf_b only and slows its rounds), and n varies
+at random from round to round, so no round's length can lock in phase
+with the sampling period and favour one leaf. With "json": encode() calls json.dumps on a big object,
 so the C encoder (native code called from Python) runs under encode.
 Runs for SECONDS of its own CPU time (a busy machine stretches the wall
 time, not the samples), 0: until killed; with $PYSHARES_READY set, creates
 that file once start-up is over. Any CPython 3.x."""
 import json
 import os
+import random
 import sys
 import time
 
@@ -16,24 +20,26 @@ import time
 def leaf_a(n):
     x = 0
     for i in range(n):
-        x += i * i
+        x ^= i * i
     return x
 
 
 def leaf_b(n):
     x = 0
     for i in range(n):
-        x += i * i
+        x ^= i * i
     return x
 
 
 def outer(deadline):
     # the clock is a system call (CPU time has no vDSO): read it every
     # tenth round, so outer's own time stays small beside the leaves'
+    rounds = random.Random(1)
     while time.process_time() < deadline:
         for _ in range(10):
-            leaf_a(1000)
-            leaf_b(2000)
+            n = 800 + rounds.randrange(400)
+            leaf_a(n)
+            leaf_b(2 * n)
 
 
 def encode(deadline):
