@@ -166,6 +166,11 @@ void symbolizer__sweep(struct symbolizer *sym, addrspace_gone_fn gone, void *ctx
  * the profile then: addrspace__sweep_exited). */
 void symbolizer__sweep_exited(struct symbolizer *sym, addrspace_dying_fn dying,
 			      addrspace_gone_fn gone, void *ctx);
+/* The processes only: the files they held stay until the next sweep of
+ * either kind above (the agent's, at the end of each window: a file met
+ * again within a window or two is not parsed again). */
+void symbolizer__sweep_processes(struct symbolizer *sym, addrspace_dying_fn dying,
+				 addrspace_gone_fn gone, void *ctx);
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *out);
 
 #endif

@@ -21,6 +21,7 @@
 #include "agent.h"
 #include "ehframe.h"
 #include "features.h"
+#include "fold.h"
 #include "hashmap.h"
 #include "log.h"
 #include "metrics.h"
@@ -44,6 +45,9 @@
  * is read this long after its end, so none of its samples is still on the
  * way. */
 #define CLOSE_LAG_NS 200000000ULL
+/* Processes known from which exited ones are folded as they go: below
+ * it, naming them with their window costs the same. */
+#define AGENT_FOLD_MIN_PROCS 256
 /* At most this long pushing the backlog between two windows. */
 #define PUSH_BUDGET_S 5.0
 /* ... and when stopping (SIGTERM), before exiting. */
@@ -97,6 +101,11 @@ struct agent {
 	struct spool *spool;
 	struct pusher *push;
 	struct service_map *services;
+	/* Exited processes' samples folded into the open window as they go
+	 * (fold.h), so their mappings go 2-4 s after the exit, not two
+	 * windows later; NULL with an event the kernel may multiplex. */
+	struct folder *fold;
+	struct vec folded_pids; /* their services, forgotten once written (int) */
 	struct metrics metrics;
 	struct metrics_server *server;
 	const char *own_service; /* where lost samples go: our own series */
@@ -286,6 +295,24 @@ static void delta_stats(const struct sampler_stats *now, const struct sampler_st
 }
 
 /* Every event's profile of the window, per service, into the spool. */
+static void event_report_opts(struct agent *a, size_t ev, struct report_opts *ro)
+{
+	const struct opts *o = a->o;
+	const struct event *e = &o->events.v[ev];
+
+	*ro = (struct report_opts){
+		.weight_period = o->weight_period,
+		.event = o->events.nr > 1 ? (int)ev : -1,
+		.event_name = e->name,
+		.timer = e->timer,
+		.offcpu = e->offcpu,
+		.period = e->attr.freq ? 0 : e->attr.sample_period,
+		.kernel_only = o->kernel_only,
+		.progress = keep_draining,
+		.progress_ctx = a,
+	};
+}
+
 static int write_events(struct agent *a, const struct sampler_stats *st)
 {
 	const struct opts *o = a->o;
@@ -294,25 +321,19 @@ static int write_events(struct agent *a, const struct sampler_stats *st)
 	for (size_t ev = 0; ev < o->events.nr && !err; ev++) {
 		const struct event *e = &o->events.v[ev];
 		uint64_t stat[BPFS_STAT_NR];
-		struct report_opts ro = {
-			.weight_period = o->weight_period,
-			.event = o->events.nr > 1 ? (int)ev : -1,
-			.event_name = e->name,
-			.timer = e->timer,
-			.offcpu = e->offcpu,
-			.period = e->attr.freq ? 0 : e->attr.sample_period,
-			.kernel_only = o->kernel_only,
-			.progress = keep_draining,
-			.progress_ctx = a,
-		};
-		struct report_stats rs;
+		struct report_opts ro;
+		struct report_stats rs, folded;
 		struct split sp = {};
-		struct profile *full = NULL;
+		/* what was folded in this window, if anything */
+		struct profile *full = folder__take(a->fold, ev, &folded);
 		const void *key;
 		void *val;
 
+		event_report_opts(a, ev, &ro);
 		delta_stats(st, &a->last, ev, stat);
-		err = profile__new(&(struct profile_opts){ .demangle = !o->no_demangle }, &full);
+		if (!full)
+			err = profile__new(&(struct profile_opts){ .demangle = !o->no_demangle },
+					   &full);
 		if (!err)
 			err = report__build(a->s, a->stream, a->sym, &ro, stat, full, &rs);
 		if (!err) {
@@ -345,6 +366,45 @@ static void forget_process(void *ctx, int pid)
 	service_map__forget(a->services, pid);
 }
 
+/* A process folded in the open window: its samples are split by service
+ * when the window is written, so its service goes after that. */
+static void forget_folded(void *ctx, int pid)
+{
+	struct agent *a = ctx;
+	int *slot = vec__push(&a->folded_pids);
+
+	stream__forget_process(a->stream, pid);
+	if (slot)
+		*slot = pid;
+	else
+		service_map__forget(a->services, pid); /* named by comm then */
+}
+
+static void forget_folded_services(struct agent *a)
+{
+	for (size_t i = 0; i < a->folded_pids.nr; i++)
+		service_map__forget(a->services, *(int *)vec__at(&a->folded_pids, i));
+	a->folded_pids.nr = 0;
+}
+
+static int fold_setup(struct agent *a)
+{
+	const struct opts *o = a->o;
+	struct report_opts ro[BPFS_MAX_EVENTS];
+
+	a->folded_pids = VEC_INIT(int);
+	for (size_t ev = 0; ev < o->events.nr; ev++) {
+		if (!folder__foldable(o->events.v[ev].attr.type))
+			return 0;
+		event_report_opts(a, ev, &ro[ev]);
+	}
+	return folder__new(&(struct folder_opts){ .ro = ro, .nr = o->events.nr,
+						  .demangle = !o->no_demangle,
+						  .min_procs = AGENT_FOLD_MIN_PROCS,
+						  .gone = forget_folded, .gone_ctx = a },
+			   &a->fold);
+}
+
 /* Between windows: what was per window goes, and what was per process or
  * file once it is gone. */
 static int clear_stacks(struct agent *a)
@@ -363,6 +423,7 @@ static int forget(struct agent *a)
 	if (!err)
 		err = stream__next_window(a->stream, a->until_mono_ns);
 	symbolizer__sweep(a->sym, forget_process, a);
+	forget_folded_services(a);
 	return err;
 }
 
@@ -526,6 +587,8 @@ static void agent__free(struct agent *a)
 	pusher__free(a->push);
 	spool__free(a->spool);
 	service_map__free(a->services);
+	folder__free(a->fold);
+	vec__free(&a->folded_pids);
 	if (a->sym) {
 		symbolizer__set_maps_hook(a->sym, NULL, NULL);
 		symbolizer__set_python(a->sym, NULL);
@@ -630,6 +693,8 @@ static int agent__setup(struct agent *a)
 					  .walks_per_s = o->off_cpu_walks,
 					  .threads = o->off_cpu_threads },
 				  &a->oc);
+	if (!err)
+		err = fold_setup(a);
 	if (err)
 		return err;
 	find_own_service(a);
@@ -742,6 +807,11 @@ int agent__run(const struct opts *o, agent_reparse_fn reparse, void *ctx)
 			if (a.uw)
 				unwinder__sweep(a.uw);
 			next_refresh = now + 0.25;
+		}
+		err = folder__tick(a.fold, a.s, a.stream, a.sym, now);
+		if (err) {
+			p_err("writing the open window and stopping");
+			break;
 		}
 		/* Distinct stacks of short-lived processes (each with its own
 		 * addresses) can fill the BPF map within a window: emptied

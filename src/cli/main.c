@@ -31,6 +31,7 @@
 #include "offcpu.h"
 #include "wallclock.h"
 #include "features.h"
+#include "fold.h"
 #include "folded.h"
 #include "log.h"
 #include "opts.h"
@@ -189,22 +190,13 @@ struct run {
 	uint64_t start_unix_ns;
 	uint64_t duration_ns;
 	double build_s, build_cpu_s; /* building the profiles: symbolizing */
-	/* Samples of processes gone, folded in as they go (fold_exited): one
-	 * profile per event, written with the rest at the end. */
-	bool fold;
-	unsigned long long fold_min; /* processes known from which to fold */
-	struct profile *folded[BPFS_MAX_EVENTS];
-	struct report_opts fold_ro[BPFS_MAX_EVENTS];
-	struct report_stats fold_rs[BPFS_MAX_EVENTS];
-	int fold_err;
+	/* Samples of processes gone, folded in as they go (fold.h); NULL:
+	 * everything is named at the end. */
+	struct folder *fold;
 };
 
 static void event_report_opts(const struct run *r, size_t ev, struct report_opts *ro);
 
-/* Seconds between two folds: an exited process goes at the second fold
- * that finds it gone (symbolizer__sweep_exited), 2-4 s after its exit,
- * when no record of it is still on the way. */
-#define FOLD_INTERVAL_S 2.0
 /* Processes known below which nothing is folded: a few hundred processes'
  * mappings are a few MB, and naming their samples at the end costs the
  * same as now. Folding early moves that work (the kernel's symbols, the
@@ -213,23 +205,6 @@ static void event_report_opts(const struct run *r, size_t ev, struct report_opts
  * took 80 ms of the loader's CPU 4 s into the run. */
 #define FOLD_MIN_PROCS 256
 
-static void fold_dying(void *ctx, const int *pids, size_t nr)
-{
-	struct run *r = ctx;
-	int err;
-
-	if (r->fold_err)
-		return;
-	err = report__fold(r->s, r->stream, r->sym,
-			   &(struct report_fold){ .o = r->fold_ro, .p = r->folded,
-						  .rs = r->fold_rs, .nr = r->o->events.nr },
-			   pids, nr);
-	if (err) {
-		p_err("cannot fold the samples of exited processes: %s", strerror(-err));
-		r->fold_err = err;
-	}
-}
-
 static void forget_process(void *ctx, int pid)
 {
 	struct run *r = ctx;
@@ -237,62 +212,27 @@ static void forget_process(void *ctx, int pid)
 	stream__forget_process(r->stream, pid);
 }
 
-/* Processes gone for a while: their samples go into the profiles now,
- * named as at the end, and their mappings, perf maps and files are
- * released, so that memory follows the processes alive and the distinct
- * stacks, not every process that ever ran (issue #14). */
-static int fold_exited(struct run *r)
-{
-	struct symbolizer_stats ys;
-	int err;
-
-	if (!r->fold || r->fold_err)
-		return r->fold_err;
-	symbolizer__stats(r->sym, &ys);
-	if (ys.procs_live < r->fold_min)
-		return 0;
-	symbolizer__sweep_exited(r->sym, fold_dying, forget_process, r);
-	if (!r->fold_err && (err = report__forget_segments(r->s, r->stream))) {
-		p_err("cannot forget the stack segments: %s", strerror(-err));
-		r->fold_err = err;
-	}
-	/* the pages of what went back to the system, as the agent does after
-	 * each window: freed in the middle of the heap they stay otherwise */
-	malloc_trim(0);
-	symbolizer__stats(r->sym, &ys);
-	p_dbg("fold: %llu processes known, %llu released; %llu files held, %llu released; "
-	      "%zu stack segments; heap %.1f MB, symbols %.1f MB", (unsigned long long)ys.procs_live,
-	      (unsigned long long)ys.procs_released, (unsigned long long)ys.files_held,
-	      (unsigned long long)ys.files_released, stream__nr_segments(r->stream),
-	      mallinfo2().uordblks / 1e6, ys.symtab_bytes / 1e6);
-	return r->fold_err;
-}
-
-/* Folding needs each key's values as they will be written: not with
- * --timed (every sample is kept, named at the end in time order), nor
- * with an event the kernel may multiplex (its periods are scaled by the
- * run's whole enabled/running ratio, known only at the end). */
+/* Processes gone for a while: their samples go into the profiles as they
+ * go (fold.h), not with --timed (every sample is kept, named at the end
+ * in time order) nor with an event the kernel may multiplex. */
 static int fold_setup(struct run *r)
 {
 	const struct opts *o = r->o;
-	int err = 0;
+	struct report_opts ro[BPFS_MAX_EVENTS];
 
-	r->fold = !o->timed;
-	r->fold_min = FOLD_MIN_PROCS;
-	if (getenv("BPFS_DEBUG_FOLD_MIN")) {
-		r->fold_min = strtoull(getenv("BPFS_DEBUG_FOLD_MIN"), NULL, 10);
-		p_warn("BPFS_DEBUG_FOLD_MIN=%llu: exited processes folded in from that many "
-		       "processes known (for tests)", (unsigned long long)r->fold_min);
+	if (o->timed)
+		return 0;
+	for (size_t ev = 0; ev < o->events.nr; ev++) {
+		if (!folder__foldable(o->events.v[ev].attr.type))
+			return 0;
+		event_report_opts(r, ev, &ro[ev]);
 	}
-	for (size_t ev = 0; ev < o->events.nr; ev++)
-		if (o->events.v[ev].attr.type != PERF_TYPE_SOFTWARE)
-			r->fold = false;
-	for (size_t ev = 0; r->fold && !err && ev < o->events.nr; ev++) {
-		event_report_opts(r, ev, &r->fold_ro[ev]);
-		err = profile__new(&(struct profile_opts){ .demangle = !o->no_demangle },
-				   &r->folded[ev]);
-	}
-	return err;
+	return folder__new(&(struct folder_opts){ .ro = ro, .nr = o->events.nr,
+						  .demangle = !o->no_demangle,
+						  .min_procs = FOLD_MIN_PROCS,
+						  .sweep_files = true,
+						  .gone = forget_process, .gone_ctx = r },
+			   &r->fold);
 }
 
 /* Empties the BPF stacks map once half of it has been filled since it was
@@ -324,7 +264,7 @@ static int sample_loop(struct run *r)
 	struct symbolizer *sym = r->sym;
 	struct unwinder *uw = r->uw;
 	double deadline = r->deadline;
-	double next_refresh = now_s() + 0.25, next_fold = now_s() + FOLD_INTERVAL_S;
+	double next_refresh = now_s() + 0.25;
 	int err = 0;
 
 	/* sampler__poll returns after a bounded pass (docs/design.md,
@@ -358,12 +298,9 @@ static int sample_loop(struct run *r)
 				unwinder__sweep(uw);
 			next_refresh = now_s() + 0.25;
 		}
-		if (now_s() >= next_fold) {
-			err = fold_exited(r);
-			if (err)
-				break;
-			next_fold = now_s() + FOLD_INTERVAL_S;
-		}
+		err = folder__tick(r->fold, s, r->stream, sym, now_s());
+		if (err)
+			break;
 		if (cmd && command__poll(cmd))
 			break;
 	}
@@ -704,18 +641,19 @@ static int report_events(struct run *r)
 	for (size_t ev = 0; ev < o->events.nr && !err; ev++) {
 		struct report_opts ro;
 		struct report_stats rs;
-		struct profile *p = r->folded[ev]; /* what was folded in, if any */
+		struct report_stats folded;
+		/* what was folded in, if any */
+		struct profile *p = folder__take(r->fold, ev, &folded);
 		struct profile *timed = NULL;
 
 		double t0 = now_s(), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
 
-		r->folded[ev] = NULL;
 		event_report_opts(r, ev, &ro);
 		if (!p)
 			err = profile__new(&po, &p);
 		if (!err)
 			err = report__build(r->s, r->stream, r->sym, &ro, r->st.ev[ev].stat, p, &rs);
-		report__add_stats(&rs, &r->fold_rs[ev]);
+		report__add_stats(&rs, &folded);
 		if (!err && o->timed)
 			err = profile__new(&po, &timed);
 		if (!err && timed)
@@ -1097,8 +1035,7 @@ out:
 		symbolizer__set_python(r.sym, NULL);
 	}
 	pyreg__free(r.py);
-	for (size_t ev = 0; ev < BPFS_MAX_EVENTS; ev++)
-		profile__free(r.folded[ev]);
+	folder__free(r.fold);
 	unwinder__free(r.uw);
 	offcpu__free(r.oc);
 	wallclock__free(r.wall);

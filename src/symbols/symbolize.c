@@ -394,12 +394,18 @@ static void sym_gone(void *ctx, int pid)
 		sc->gone(sc->ctx, pid);
 }
 
-void symbolizer__sweep_exited(struct symbolizer *sym, addrspace_dying_fn dying,
-			      addrspace_gone_fn gone, void *ctx)
+void symbolizer__sweep_processes(struct symbolizer *sym, addrspace_dying_fn dying,
+				 addrspace_gone_fn gone, void *ctx)
 {
 	struct sweep_ctx sc = { sym, dying, gone, ctx };
 
 	addrspace__sweep_exited(sym->as, PROC_GRACE_SWEEPS, sym_dying, sym_gone, &sc);
+}
+
+void symbolizer__sweep_exited(struct symbolizer *sym, addrspace_dying_fn dying,
+			      addrspace_gone_fn gone, void *ctx)
+{
+	symbolizer__sweep_processes(sym, dying, gone, ctx);
 	filecache__sweep(sym->fc, FILE_IDLE_SWEEPS);
 }
 

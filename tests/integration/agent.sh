@@ -71,6 +71,38 @@ grep -q '^bpfsampler_windows_written_total [1-9]' "$TMP/agent.prom" &&
 	grep -q '^bpfsampler_records_out_of_order_total 0$' "$TMP/agent.prom" &&
 	pass "metrics file written" || fail "metrics file written" "$(head -20 "$TMP/agent.prom")"
 
+# --- a process that exits mid-window --------------------------------------
+# Folded into the open window as it goes (BPFS_DEBUG_FOLD_MIN=0: from the
+# first process known; 256 by default), its mappings released 2-4 s after
+# its exit rather than two windows later: its samples are still named, in
+# its own code, under its own service.
+D=$TMP/spool-fold
+BPFS_DEBUG_FOLD_MIN=0 "$BPFS" agent -vv --interval 60 -d 9 -F 199 --output-dir "$D" \
+	2>"$TMP/fold.log" &
+agent=$!
+for ((t = 0; t < 600; t++)); do grep -q 'sampling at' "$TMP/fold.log" && break; sleep 0.1; done
+"$W/shares" 1.5 >/dev/null
+wait $agent
+rc=$?
+named=0 all=0
+for f in "$D"/*.shares.*.pb.gz; do
+	[ -e "$f" ] || continue
+	# -raw samples: "COUNT NS: LOC LOC ..."; locations "ID: 0xADDR M=1 share_fn_3 ..."
+	read -r n a < <(pprof_raw "$f" | awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0; l = 1; next }
+		s && /^ *[0-9]+ +[0-9]+: / { k++; c[k] = $1; all += $1; st[k] = $0 }
+		l && / share_fn_[0-9]+ / { sub(":", "", $1); loc[$1] = 1 }
+		END { for (i = 1; i <= k; i++) { m = split(st[i], f, /[: ]+/)
+			for (j = 4; j <= m; j++) if (f[j] in loc) { n += c[i]; break } }
+			print n + 0, all + 0 }')
+	named=$((named + n)) all=$((all + a))
+done
+released=$(grep -o 'fold: [0-9]* processes known, [0-9]* released' "$TMP/fold.log" | awk '{ r = $5 } END { print r + 0 }')
+if [ $rc = 0 ] && [ "$all" -ge 150 ] && [ "$named" -ge $((all * 9 / 10)) ] && [ "$released" -ge 1 ]; then
+	pass "an exited process folded mid-window: $named of $all samples in share_fn_k under shares; $released processes released by folds"
+else
+	fail "an exited process folded mid-window" "rc $rc, $named of $all samples named, $released released by folds; $(ls "$D"); $(grep -E 'fold|window' "$TMP/fold.log" | tail -4)"
+fi
+
 # --- kill -9 and restart ---------------------------------------------------
 D=$TMP/crash
 "$BPFS" agent --interval 1 -F 99 --output-dir "$D" 2>"$TMP/crash.log" &
