@@ -71,9 +71,10 @@ churn_run() {
 	# host (a compiler's symbol table is MBs: that is naming them, not a
 	# leak), so the floor is what counts: the lowest of the last third at
 	# most 3 MB above the first third's mean (seen: +2.2 MB beside a build,
-	# under 1 MB alone). RSS: a bound against a runaway only (40-62 MB
-	# alone, 112 MB seen while a build shared the host; its band is the
-	# bench's, docs/benchmarks.md).
+	# under 1 MB alone). RSS: a bound against a runaway only (~30 MB
+	# alone since exited processes are folded as they go, 40-62 MB before;
+	# 112 MB seen while a build shared the host, compilers' symbol tables
+	# held); its band is the bench's, docs/benchmarks.md.
 	read -r first last rss_max < <(awk -v n="$n" 'NR > 2 && NR < n { h[++k] = $3; if ($2 > x) x = $2 }
 		END { t = int(k / 3); b = -1; for (i = 1; i <= t; i++) { a += h[i]; v = h[k - t + i]
 		      if (b < 0 || v < b) b = v }
