@@ -24,6 +24,7 @@ struct pyreg_stats {
 	uint64_t codes_released; /* forgotten with their process */
 	uint64_t code_reread;	 /* read again: another object at the address */
 	uint64_t code_bytes;	 /* memory the names held take now */
+	uint64_t files;		 /* files told apart, held now (bounded) */
 };
 
 /* A Python frame, named. Strings live until the process is forgotten. */

@@ -50,7 +50,9 @@ static const char *const state_dir[] = {
 
 struct win {
 	char *name; /* data file name; the key of spool.by_name */
-	char *series, *service, *event;
+	/* interned in spool.strs: a few series per service and event, and
+	 * a window per file retained (1 GB of spool: ~170,000) */
+	const char *series, *service, *event;
 	uint64_t from_s, until_s, sample_rate;
 	uint64_t bytes;
 	enum spool_state state;
@@ -74,6 +76,7 @@ struct spool {
 	struct spool_opts o;
 	struct vec wins;	/* struct win *, every window indexed */
 	struct hashmap *by_name; /* name -> struct win * */
+	struct hashmap *strs;	 /* owns: interned strings (key and value) */
 	bool batching;		/* between spool__begin and spool__commit */
 	struct vec batch;	/* struct staged */
 	struct spool_stats st;
@@ -86,14 +89,26 @@ static bool has_suffix(const char *s, const char *suf)
 	return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
+/* s, as the spool's one copy of it (NULL: out of memory). */
+static const char *intern(struct spool *sp, const char *s)
+{
+	char *copy = hashmap__find(sp->strs, s);
+
+	if (copy)
+		return copy;
+	copy = strdup(s);
+	if (!copy || hashmap__set(sp->strs, copy, copy, NULL)) {
+		free(copy);
+		return NULL;
+	}
+	return copy;
+}
+
 static void win_free(struct win *w)
 {
 	if (!w)
 		return;
 	free(w->name);
-	free(w->series);
-	free(w->service);
-	free(w->event);
 	free(w);
 }
 
@@ -151,9 +166,9 @@ static char *meta_render(const struct spool_window *w)
 
 /* Parses a sidecar into w (strings strdup'ed). Returns 0, -EINVAL when it
  * is not ours or lacks a field, -ENOMEM. */
-static int meta_parse(char *text, struct win *w)
+static int meta_parse(struct spool *sp, char *text, struct win *w)
 {
-	char *save = NULL, *line;
+	char *save = NULL, *line, *series = NULL, *service = "", *event = "";
 	bool have_from = false, have_until = false;
 
 	line = strtok_r(text, "\n", &save);
@@ -161,17 +176,16 @@ static int meta_parse(char *text, struct win *w)
 		return -EINVAL;
 	while ((line = strtok_r(NULL, "\n", &save))) {
 		char *eq = strchr(line, '=');
-		char **dst = NULL;
 
 		if (!eq)
 			continue;
 		*eq++ = '\0';
 		if (!strcmp(line, "series"))
-			dst = &w->series;
+			series = eq;
 		else if (!strcmp(line, "service"))
-			dst = &w->service;
+			service = eq;
 		else if (!strcmp(line, "event"))
-			dst = &w->event;
+			event = eq;
 		else if (!strcmp(line, "from"))
 			w->from_s = strtoull(eq, NULL, 10), have_from = true;
 		else if (!strcmp(line, "until"))
@@ -179,18 +193,13 @@ static int meta_parse(char *text, struct win *w)
 		else if (!strcmp(line, "sample_rate"))
 			w->sample_rate = strtoull(eq, NULL, 10);
 		/* Unknown keys: written by a newer agent; ignore. */
-		if (dst) {
-			free(*dst);
-			*dst = strdup(eq);
-			if (!*dst)
-				return -ENOMEM;
-		}
 	}
-	if (!w->series || !*w->series || !have_from || !have_until)
+	if (!series || !*series || !have_from || !have_until)
 		return -EINVAL;
-	if ((!w->service && !(w->service = strdup(""))) || (!w->event && !(w->event = strdup(""))))
-		return -ENOMEM;
-	return 0;
+	w->series = intern(sp, series);
+	w->service = intern(sp, service);
+	w->event = intern(sp, event);
+	return w->series && w->service && w->event ? 0 : -ENOMEM;
 }
 
 /* RFC 1952: the fixed header, and the flags of its optional fields. */
@@ -419,7 +428,7 @@ static int load_one(struct spool *sp, enum spool_state st, const char *name)
 	w->state = st;
 	w->sidecar = sidecar;
 	w->name = strdup(name);
-	err = w->name ? meta_parse(text, w) : -ENOMEM;
+	err = w->name ? meta_parse(sp, text, w) : -ENOMEM;
 	if (err == -EINVAL) {
 		p_warn("spool %s/%s: the metadata of %s is not a bpfsampler window's; left alone, "
 		       "not pushed", sp->dir, state_dir[st], name);
@@ -562,7 +571,8 @@ int spool__open(const struct spool_opts *o, struct spool **out)
 	sp->dir = strdup(o->dir);
 	sp->host = strdup(o->host && *o->host ? o->host : "localhost");
 	sp->by_name = hashmap__new(hashmap__hash_str, hashmap__equal_str);
-	if (!sp->dir || !sp->host || !sp->by_name) {
+	sp->strs = hashmap__new(hashmap__hash_str, hashmap__equal_str);
+	if (!sp->dir || !sp->host || !sp->by_name || !sp->strs) {
 		err = -ENOMEM;
 		what = "allocate";
 		goto cleanup;
@@ -619,6 +629,8 @@ static void discard_staged(struct spool *sp)
 
 void spool__free(struct spool *sp)
 {
+	const void *key;
+
 	if (!sp)
 		return;
 	discard_staged(sp); /* a batch never committed was never written */
@@ -627,6 +639,9 @@ void spool__free(struct spool *sp)
 		win_free(*(struct win **)vec__at(&sp->wins, i));
 	vec__free(&sp->wins);
 	hashmap__free(sp->by_name);
+	for (size_t i = 0; sp->strs && hashmap__next(sp->strs, &i, &key, NULL);)
+		free((void *)key);
+	hashmap__free(sp->strs);
 	for (int s = 1; s < NR_STATES; s++)
 		if (sp->sfd[s] >= 0)
 			close(sp->sfd[s]);
@@ -697,16 +712,16 @@ static int make_name(struct spool *sp, const struct spool_window *w, char *out, 
 	return -EEXIST;
 }
 
-static struct win *win_from(const struct spool_window *sw, const char *name)
+static struct win *win_from(struct spool *sp, const struct spool_window *sw, const char *name)
 {
 	struct win *w = calloc(1, sizeof(*w));
 
 	if (!w)
 		return NULL;
 	w->name = strdup(name);
-	w->series = strdup(sw->series);
-	w->service = strdup(sw->service ?: "");
-	w->event = strdup(sw->event ?: "");
+	w->series = intern(sp, sw->series);
+	w->service = intern(sp, sw->service ?: "");
+	w->event = intern(sp, sw->event ?: "");
 	w->from_s = sw->from_s;
 	w->until_s = sw->until_s;
 	w->sample_rate = sw->sample_rate;
@@ -830,7 +845,7 @@ int spool__write(struct spool *sp, const struct spool_window *w, const void *dat
 		goto cleanup;
 	what = "prepare";
 	text = meta_render(w);
-	win = win_from(w, name);
+	win = win_from(sp, w, name);
 	if (!text || !win) {
 		err = -ENOMEM;
 		goto cleanup;

@@ -9,8 +9,11 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "interp_python.h"
+#include "procmaps.h"
+#include "pyreg.h"
 #include "unit.h"
 
 #define BASE 0x10000ULL
@@ -206,6 +209,37 @@ static void test_versions(void)
 	OK(!pylayout__get(&b, &l));
 }
 
+/* Files that are not a CPython are told apart at most PY_FILES_MAX (8192)
+ * at a time: a host that runs new executables for months does not grow the
+ * registry; a file met again is not read again while it is held. */
+static void test_files_bounded(void)
+{
+	struct procmap maps[100];
+	struct procmaps pm = { .pid = getpid(), .nr = 100, .maps = maps };
+	struct pyreg_stats st;
+	struct pyreg *r;
+
+	OK(!pyreg__new(-1, &r));
+	for (uint64_t round = 0; round < 100; round++) {
+		for (size_t i = 0; i < 100; i++)
+			maps[i] = (struct procmap){ .start = 0x1000 * (i + 1), .end = 0x1000 * (i + 2),
+						    .dev = 1, .inode = 1000000 + round * 100 + i,
+						    .exec = true, .path = "/nonexistent/exe" };
+		pyreg__note_maps(r, pm.pid, &pm);
+		if (round == 0) {
+			pyreg__note_maps(r, pm.pid, &pm);
+			pyreg__stats(r, &st);
+			CHECK(st.files == 100, "files met twice held once: %llu",
+			      (unsigned long long)st.files);
+		}
+	}
+	pyreg__stats(r, &st);
+	CHECK(st.files > 0 && st.files <= 8192, "10,000 files met, %llu held",
+	      (unsigned long long)st.files);
+	CHECK(st.interpreters == 0, "none a CPython: %llu", (unsigned long long)st.interpreters);
+	pyreg__free(r);
+}
+
 int main(void)
 {
 	RUN(test_lnotab);
@@ -215,5 +249,6 @@ int main(void)
 	RUN(test_strings);
 	RUN(test_hostile);
 	RUN(test_versions);
+	RUN(test_files_bounded);
 	UNIT_EXIT();
 }

@@ -25,13 +25,20 @@
 #include "pyreg.h"
 #include "sampler.h"
 #include "symbolize.h"
+#include "vec.h"
 
-/* A file seen mapped: a CPython or not (by device and inode). */
+/* A file seen mapped: a CPython or not (by device and inode). Most are
+ * not: 24 bytes then, the interpreter's tables (600) only for one. */
 struct pyfile {
 	uint64_t dev, ino;
-	int err;	/* pybin__read's */
-	struct pybin b;
+	int err;	 /* pybin__read's */
+	struct pybin *b; /* owns; NULL unless err is 0 */
 };
+
+/* Files told apart at most: past it, those that are not a CPython are
+ * forgotten (read again when met), so a host that runs new executables
+ * for months (builds, deployments) does not grow this table. */
+#define PY_FILES_MAX 8192
 
 struct pyproc {
 	int pid;
@@ -104,6 +111,30 @@ static void free_name(struct pyname *n)
 	free(n);
 }
 
+static void free_file(struct pyfile *f)
+{
+	free(f->b);
+	free(f);
+}
+
+/* The files that are not a CPython go (PY_FILES_MAX). */
+static void forget_other_files(struct pyreg *r)
+{
+	struct vec gone = VEC_INIT(struct pyfile *);
+	void *v;
+
+	for (size_t i = 0; hashmap__next(r->files, &i, NULL, &v);)
+		if (((struct pyfile *)v)->err && vec__append(&gone, &v, 1))
+			break; /* out of memory: those listed go */
+	for (size_t i = 0; i < gone.nr; i++) {
+		struct pyfile *f = *(struct pyfile **)vec__at(&gone, i);
+
+		hashmap__delete(r->files, f, NULL, NULL);
+		free_file(f);
+	}
+	vec__free(&gone);
+}
+
 void pyreg__free(struct pyreg *r)
 {
 	void *v;
@@ -111,7 +142,7 @@ void pyreg__free(struct pyreg *r)
 	if (!r)
 		return;
 	for (size_t i = 0; r->files && hashmap__next(r->files, &i, NULL, &v);)
-		free(v);
+		free_file(v);
 	for (size_t i = 0; r->procs && hashmap__next(r->procs, &i, NULL, &v);)
 		free(v);
 	for (size_t i = 0; r->codes && hashmap__next(r->codes, &i, NULL, &v);)
@@ -124,33 +155,49 @@ void pyreg__free(struct pyreg *r)
 }
 
 /* The file of mapping m, read once per device and inode. */
+/* pybin__read of m's file, through the process (it may be deleted, or in
+ * another mount namespace), else through its root. */
+static int read_pybin(int pid, const struct procmap *m, struct pybin *b)
+{
+	char path[96];
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
+		 m->end);
+	err = pybin__read(path, b);
+	if (!err || err == -ENOENT)
+		return err;
+	/* not readable now (it exited, or no such link): by its path */
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	if (strlen(path) + strlen(m->path) >= sizeof(path) - 1)
+		return err;
+	strcat(path, m->path);
+	return pybin__read(path, b);
+}
+
 static const struct pyfile *file_of(struct pyreg *r, int pid, const struct procmap *m)
 {
 	struct pyfile key = { .dev = m->dev, .ino = m->inode }, *f;
-	char path[96];
+	struct pybin b;
 
 	f = hashmap__find(r->files, &key);
 	if (f)
 		return f;
+	if (hashmap__size(r->files) >= PY_FILES_MAX)
+		forget_other_files(r);
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
 	*f = key;
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
-		 m->end);
-	f->err = pybin__read(path, &f->b);
-	if (f->err && f->err != -ENOENT) {
-		/* not readable now (it exited, or no such link): by its path */
-		snprintf(path, sizeof(path), "/proc/%d/root", pid);
-		if (strlen(path) + strlen(m->path) < sizeof(path) - 1) {
-			strcat(path, m->path);
-			f->err = pybin__read(path, &f->b);
-		}
-	}
-	if (!f->err)
+	f->err = read_pybin(pid, m, &b);
+	if (!f->err && !(f->b = malloc(sizeof(b))))
+		f->err = -ENOMEM;
+	if (!f->err) {
+		*f->b = b;
 		r->stats.interpreters++;
+	}
 	if (hashmap__set(r->files, f, f, NULL)) {
-		free(f);
+		free_file(f);
 		return NULL;
 	}
 	return f;
@@ -242,13 +289,13 @@ void pyreg__note_maps(struct pyreg *r, int pid, const struct procmaps *pm)
 		f = file_of(r, pid, m);
 		if (!f || f->err)
 			continue;
-		if (m->pgoff != (f->b.exec_off & ~4095ULL))
+		if (m->pgoff != (f->b->exec_off & ~4095ULL))
 			continue; /* not the mapping of its code */
-		if (f->b.major != 3 || f->b.minor < 0 || !f->b.eval) {
-			say_unsupported(r, &f->b, m->path);
+		if (f->b->major != 3 || f->b->minor < 0 || !f->b->eval) {
+			say_unsupported(r, f->b, m->path);
 			continue;
 		}
-		note_interpreter(r, pid, &f->b, m);
+		note_interpreter(r, pid, f->b, m);
 	}
 }
 
@@ -409,6 +456,7 @@ void pyreg__stats(const struct pyreg *r, struct pyreg_stats *out)
 	void *v;
 
 	*out = r ? r->stats : (struct pyreg_stats){};
+	out->files = r ? hashmap__size(r->files) : 0;
 	for (size_t i = 0; r && hashmap__next(r->codes, &i, NULL, &v);)
 		out->code_bytes += sizeof(struct pyname) + ((struct pyname *)v)->c.nr_lines;
 }
