@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <linux/perf_event.h>
 
 #include "addrspace.h"
 #include "report.h"
@@ -38,11 +39,11 @@ struct folder_opts {
 };
 
 /* Folding needs each key's values as they will be written: an event the
- * kernel may multiplex (not a software one: PERF_TYPE_*) has its periods
+ * kernel may multiplex (not a software one) has its periods
  * scaled by the whole run's enabled/running ratio, known at the end. */
 static inline bool folder__foldable(unsigned int perf_type)
 {
-	return perf_type == 1 /* PERF_TYPE_SOFTWARE */;
+	return perf_type == PERF_TYPE_SOFTWARE;
 }
 int folder__new(const struct folder_opts *o, struct folder **out);
 void folder__free(struct folder *f);

@@ -294,7 +294,7 @@ static void delta_stats(const struct sampler_stats *now, const struct sampler_st
 		out[i] = now->ev[ev].stat[i] - last->ev[ev].stat[i];
 }
 
-/* Every event's profile of the window, per service, into the spool. */
+/* How event ev's samples are built into a profile (the fold's too). */
 static void event_report_opts(struct agent *a, size_t ev, struct report_opts *ro)
 {
 	const struct opts *o = a->o;
@@ -313,6 +313,7 @@ static void event_report_opts(struct agent *a, size_t ev, struct report_opts *ro
 	};
 }
 
+/* Every event's profile of the window, per service, into the spool. */
 static int write_events(struct agent *a, const struct sampler_stats *st)
 {
 	const struct opts *o = a->o;

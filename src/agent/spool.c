@@ -164,7 +164,7 @@ static char *meta_render(const struct spool_window *w)
 	return buf;
 }
 
-/* Parses a sidecar into w (strings strdup'ed). Returns 0, -EINVAL when it
+/* Parses a sidecar into w (strings interned in sp). Returns 0, -EINVAL when it
  * is not ours or lacks a field, -ENOMEM. */
 static int meta_parse(struct spool *sp, char *text, struct win *w)
 {
