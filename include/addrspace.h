@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "procmaps.h"
+
 struct filecache;
 struct mapped_file;
 struct perfmap;
@@ -51,6 +53,8 @@ struct addrspace_stats {
 	uint64_t released;	    /* processes forgotten after they exited */
 	uint64_t live;		    /* processes known (after the last sweep) */
 	uint64_t reread_after_loss; /* maps re-read as side-band records were lost */
+	uint64_t empty_reads;	    /* reads that found no executable mapping yet
+				     * (in exec), read again later */
 };
 
 typedef void (*addrspace_gone_fn)(void *ctx, int pid);
@@ -71,6 +75,8 @@ void addrspace__free(struct addrspace *as);
 /* Mappings are followed as they are made (the sampler says so once it has
  * started): addrspace__note_mapping() is called for each. */
 void addrspace__set_tracking(struct addrspace *as, bool on);
+/* How mappings are read (NULL: procmaps__load, from /proc); for tests. */
+void addrspace__set_maps_reader(struct addrspace *as, procmaps_load_fn load);
 /* fn (NULL: none) is called after each read of a process's mappings
  * (the unwind tables follow them). */
 void addrspace__set_maps_hook(struct addrspace *as, addrspace_maps_fn fn, void *ctx);

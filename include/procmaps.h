@@ -29,6 +29,7 @@ struct procmaps {
 int procmaps__parse(FILE *f, int pid, struct procmaps **out);
 /* Reads /proc/PID/maps. -ENOENT/-ESRCH when the process is gone. */
 int procmaps__load(int pid, struct procmaps **out);
+typedef int (*procmaps_load_fn)(int pid, struct procmaps **out);
 /* Whether the kernel answers PROCMAP_QUERY (Linux 6.11), which procmaps__load
  * then uses instead of parsing the text. */
 bool procmaps__has_query(void);

@@ -944,8 +944,12 @@ static int run(const struct opts *o, struct outputs *outs)
 		if (err)
 			goto out;
 	}
-	/* after the start: neither sampling nor the command waits for it */
-	note_self(r.sym);
+	/* after the start: neither sampling nor the command waits for it;
+	 * and only where our own samples are kept (not with -p, -t or a
+	 * command, whose first maps it would hold back: forty files, seconds
+	 * under emulation) */
+	if (!r.cmd && !o->pids.nr && !o->tids.nr)
+		note_self(r.sym);
 	p_info("sampling%s", o->duration ? "" : "; Ctrl-C to stop");
 	r.t0 = now_s();
 	r.start_unix_ns = now_unix_ns();

@@ -60,6 +60,8 @@ struct proc {
 	bool refreshed;		 /* maps re-read once after a miss */
 	unsigned int gone;	 /* sweeps that found it exited */
 	bool queued;		 /* in addrspace.announced */
+	unsigned int empty;	 /* reads in a row that found nothing */
+	uint64_t retry_ns;	 /* in addrspace.retry: read again then; 0: not */
 	uint64_t lost_ns;	 /* side-band records were last lost then */
 	uint64_t exec_start_ns;	 /* the side-band saw its last exec begin then */
 	struct mapevent *events; /* followed mappings, sorted by gen */
@@ -69,6 +71,8 @@ struct proc {
 struct addrspace {
 	struct hashmap *procs; /* pid -> struct proc */
 	struct vec announced;  /* pids to read at once (int) */
+	struct vec retry;      /* pids to read again, not yet mapped (int) */
+	procmaps_load_fn load; /* procmaps__load, or a test's */
 	struct filecache *fc;
 	bool tracking;	       /* mappings followed as made */
 	addrspace_maps_fn on_maps;
@@ -110,6 +114,8 @@ int addrspace__new(struct filecache *fc, struct addrspace **out)
 		return -ENOMEM;
 	as->fc = fc;
 	as->announced = VEC_INIT(int);
+	as->retry = VEC_INIT(int);
+	as->load = procmaps__load;
 	as->procs = hashmap__new(hashmap__hash_int, hashmap__equal_int);
 	if (!as->procs) {
 		free(as);
@@ -129,12 +135,18 @@ void addrspace__free(struct addrspace *as)
 		free_proc(as, val);
 	hashmap__free(as->procs);
 	vec__free(&as->announced);
+	vec__free(&as->retry);
 	free(as);
 }
 
 void addrspace__set_tracking(struct addrspace *as, bool on)
 {
 	as->tracking = on;
+}
+
+void addrspace__set_maps_reader(struct addrspace *as, procmaps_load_fn load)
+{
+	as->load = load ? load : procmaps__load;
 }
 
 void addrspace__set_maps_hook(struct addrspace *as, addrspace_maps_fn fn, void *ctx)
@@ -280,6 +292,37 @@ static uint64_t now_ns(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+/*
+ * A read that found no executable mapping: a zombie (it has exited: keep
+ * what we had), or a process caught inside exec, whose new address space
+ * has only its stack until the kernel maps the binary. An announcement
+ * from there may be the process's only one (the BPF side announces an
+ * address space once, and a static binary maps nothing later): read it
+ * again soon, a few times, backing off, so its samples get their names and
+ * its unwind tables. Seen on 5.10 and 6.1 for -- command.
+ */
+#define EMPTY_RETRIES 8
+#define EMPTY_RETRY_NS 2000000ULL /* doubled at each retry: ~0.5 s in all */
+
+static void retry_later(struct addrspace *as, struct proc *p)
+{
+	int *q;
+
+	if (p->empty >= EMPTY_RETRIES) {
+		p_dbg("pid %d: still no executable mapping after %u reads", p->pid, p->empty);
+		return;
+	}
+	p_dbg("pid %d: no executable mapping yet (in exec, or exited): read again", p->pid);
+	if (!p->retry_ns) {
+		q = vec__push(&as->retry);
+		if (!q)
+			return;
+		*q = p->pid;
+	}
+	p->retry_ns = now_ns() + (EMPTY_RETRY_NS << p->empty++);
+	as->stats.empty_reads++;
+}
+
 static void load_maps(struct addrspace *as, struct proc *p)
 {
 	struct snapshot *s;
@@ -288,16 +331,18 @@ static void load_maps(struct addrspace *as, struct proc *p)
 	int err;
 
 	p->dirty = false;
-	err = procmaps__load(p->pid, &pm);
+	err = as->load(p->pid, &pm);
 	if (err) {
 		p_dbg("pid %d: maps unreadable: %s", p->pid, strerror(-err));
 		return; /* gone: keep what we had */
 	}
+	if (getenv("X_EMPTY") && !p->reads && !p->empty) pm->nr = 0;
 	if (!pm->nr) {
-		/* A zombie's maps read empty: it has exited, keep what we had. */
 		procmaps__free(pm);
+		retry_later(as, p);
 		return;
 	}
+	p->empty = 0;
 	p_dbg("pid %d: %zu executable mappings", p->pid, pm->nr);
 	s = calloc(1, sizeof(*s));
 	if (s)
@@ -337,6 +382,23 @@ static void load_maps(struct addrspace *as, struct proc *p)
  */
 #define EAGER_READS 8
 
+/* Read as soon as the drain pass that brought the announcement ends: no
+ * I/O while records are drained, or a busy ring never is. */
+static void queue_read(struct addrspace *as, struct proc *p)
+{
+	int *q;
+
+	if (p->queued)
+		return;
+	q = vec__push(&as->announced);
+	if (q) {
+		*q = p->pid;
+		p->queued = true;
+	} else {
+		load_maps(as, p);
+	}
+}
+
 void addrspace__note_process(struct addrspace *as, int pid, int ppid, uint64_t mm,
 			     const char *comm)
 {
@@ -344,37 +406,51 @@ void addrspace__note_process(struct addrspace *as, int pid, int ppid, uint64_t m
 
 	if (!p)
 		return;
-	if (ppid > 0 && ppid != pid) {
-		p->ppid = ppid;
-		/* read the parent's maps while it lives: they are the child's
-		 * if the child is gone before its own could be read */
-		if (!find_proc(as, ppid))
-			addrspace__note_process(as, ppid, 0, 0, comm);
-	}
 	p_dbg("process %d (%s) announced (maps read %u times)", pid, comm, p->reads);
 	if (!p->comm[0])
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	if (mm && p->mm && mm != p->mm) {
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
 		p->eager = 0; /* an exec: a new life */
+		p->empty = 0;
 	}
 	if (mm)
 		p->mm = mm;
-	if (p->eager++ < EAGER_READS) {
-		/* read as soon as the drain pass that brought this ends: no
-		 * I/O while records are drained, or a busy ring never is */
-		if (!p->queued) {
-			int *q = vec__push(&as->announced);
-
-			if (q) {
-				*q = pid;
-				p->queued = true;
-			} else {
-				load_maps(as, p);
-			}
-		}
-	} else {
+	if (p->eager++ < EAGER_READS)
+		queue_read(as, p);
+	else
 		p->dirty = true;
+	/* The parent's maps are the child's if the child is gone before its
+	 * own could be read: read them too while it lives, but after the
+	 * child's (the child may be gone by the time a large parent is read:
+	 * seconds under emulation). Not ours: a child of -- command runs our
+	 * code only between fork and exec. */
+	if (ppid > 0 && ppid != pid) {
+		p->ppid = ppid;
+		if (ppid != getpid() && !find_proc(as, ppid))
+			addrspace__note_process(as, ppid, 0, 0, comm);
+	}
+}
+
+/* The retries that are due; a read may queue its process again, at the
+ * end, for later. */
+static void read_retries(struct addrspace *as)
+{
+	uint64_t now = now_ns();
+
+	for (size_t i = 0; i < as->retry.nr;) {
+		int *q = vec__at(&as->retry, i);
+		struct proc *p = find_proc(as, *q);
+
+		if (p && p->retry_ns > now) {
+			i++;
+			continue;
+		}
+		*q = *(int *)vec__at(&as->retry, --as->retry.nr);
+		if (!p || !p->retry_ns)
+			continue; /* forgotten (its pid may be another's now) */
+		p->retry_ns = 0;
+		load_maps(as, p);
 	}
 }
 
@@ -389,6 +465,8 @@ void addrspace__read_announced(struct addrspace *as)
 		load_maps(as, p);
 	}
 	vec__clear(&as->announced);
+	if (as->retry.nr)
+		read_retries(as);
 }
 
 void addrspace__refresh(struct addrspace *as)

@@ -104,18 +104,22 @@ else
 fi
 
 # No debug info (strip --strip-debug keeps the symbols): no lines, no
-# inline frames, no complaint; the functions are still named.
+# inline frames of its own, no complaint; the functions are still named.
+# (libc's and ld.so's frames may have inline frames: Debian's debug files
+# for them may be installed, and a sample in ld.so's start-up finds them.)
 cp "$W/inlined" "$TMP/inlined-nodebug" && strip --strip-debug "$TMP/inlined-nodebug"
 f=$TMP/nodebug.folded
 if profile "$f" -F 499 --inline -v -- "$TMP/inlined-nodebug" 1; then
 	total=$(total "$f")
 	got=$(samples_matching "$f" ';main;run_inlined$')
+	own_inline=$(grep -c 'inl_mix (inline)' "$f")
+	msgs=$(grep -iE 'warn|error|cannot' "$f.err")
 	if [ "$total" -gt 100 ] && [ $((got * 100)) -ge $((total * 80)) ] &&
-		! grep -q '(inline)' "$f" && ! grep -qiE 'warn|error|cannot' "$f.err"; then
+		[ "$own_inline" = 0 ] && [ -z "$msgs" ]; then
 		pass "lines: a file without debug info: named, no inline frames, no message"
 	else
 		fail "lines: a file without debug info" \
-			"$got of $total in run_inlined; $(grep -iE 'warn|error|cannot' "$f.err")"
+			"$got of $total in run_inlined; $own_inline lines with inl_mix (inline); messages: ${msgs:-none}"
 	fi
 else
 	fail "lines: run without debug info" "$(cat "$f.err")"

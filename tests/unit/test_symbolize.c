@@ -6,6 +6,7 @@
  * symbolizer as the BPF side would (generations, an exec), and a copy of a
  * library (same build-ID, parsed once) rewritten in place (read again).
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addrspace.h"
 #include "dwarf_lines.h"
 #include "elf_syms.h"
 #include "filecache.h"
@@ -564,6 +566,66 @@ static void test_lifetimes(void)
 	symbolizer__free(sym);
 }
 
+/* The maps reader of test_read_in_exec: its first `empty_left` reads find
+ * no executable mapping, as a read of a process inside exec does. */
+static int empty_left, reads;
+
+static int read_after_exec(int pid, struct procmaps **out)
+{
+	reads++;
+	if (empty_left > 0) {
+		empty_left--;
+		*out = calloc(1, sizeof(**out));
+		return *out ? 0 : -ENOMEM;
+	}
+	return procmaps__load(pid, out);
+}
+
+/* Reads again and again for ms milliseconds, as the drain loop does. */
+static void drain_for(struct addrspace *as, int ms)
+{
+	for (int i = 0; i < ms; i++) {
+		addrspace__read_announced(as);
+		usleep(1000);
+	}
+}
+
+/* A process announced from inside exec (its binary not mapped yet), and
+ * never again (5.10 and 6.1 under -- command): its maps are read again
+ * until they are there, and a zombie's empty maps only a few times. */
+static void test_read_in_exec(void)
+{
+	uint64_t here = (uintptr_t)&test_read_in_exec;
+	struct addrspace_stats st;
+	struct filecache *fc;
+	struct addrspace *as;
+	struct as_hit hit;
+
+	CHECK(!filecache__new(NULL, &fc) && !addrspace__new(fc, &as), "new");
+	addrspace__set_maps_reader(as, read_after_exec);
+	empty_left = 2;
+	addrspace__note_process(as, getpid(), 0, 1, "self");
+	addrspace__read_announced(as);
+	addrspace__stats(as, &st);
+	CHECK(reads == 1 && st.empty_reads == 1, "first read: nothing mapped yet");
+	drain_for(as, 100);
+	addrspace__stats(as, &st);
+	CHECK(reads == 3 && st.empty_reads == 2, "read again until mapped: %d reads, %llu empty",
+	      reads, (unsigned long long)st.empty_reads);
+	CHECK(!addrspace__find(as, getpid(), 0, here, &hit) && hit.file,
+	      "named once mapped");
+
+	empty_left = 1000; /* a zombie's maps: read a few times, then left */
+	reads = 0;
+	addrspace__note_process(as, getpid(), 0, 2, "self");
+	drain_for(as, 1200);
+	CHECK(reads == 9, "reads of maps that stay empty: %d (the first and 8 retries)", reads);
+	CHECK(!addrspace__find(as, getpid(), 0, here, &hit) && hit.file,
+	      "what was read before is kept");
+	addrspace__free(as);
+	filecache__free(fc);
+}
+
 int main(void)
 {
 	RUN(test_fixture_layout);
@@ -575,5 +637,6 @@ int main(void)
 	RUN(test_file_cache);
 	RUN(test_replaced_file);
 	RUN(test_lifetimes);
+	RUN(test_read_in_exec);
 	UNIT_EXIT();
 }
