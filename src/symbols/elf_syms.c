@@ -13,14 +13,22 @@
 #include "elf_syms.h"
 #include "regfile.h"
 
-struct sym {
+/* A symbol as read, while the table is built. */
+struct rawsym {
 	uint64_t addr;
 	uint64_t size;	  /* st_size; 0 for much hand-written asm */
-	uint64_t end;	  /* lookups stop here: see set_ends() */
 	uint64_t scn_end; /* end of the symbol's section, or UINT64_MAX */
-	const char *name; /* in symtab->names */
+	const char *name; /* in the build's own arena */
 	unsigned char bind;
 	bool from_symtab;
+};
+
+/* A symbol as kept: 16 bytes, for a compiler's or libLLVM's tens of
+ * thousands (a profiler beside a build holds several such tables). */
+struct sym {
+	uint64_t addr;
+	uint32_t len;  /* lookups stop at addr + len: see sym_len() */
+	uint32_t name; /* offset in symtab->names */
 };
 
 struct seg {
@@ -37,7 +45,8 @@ struct symtab {
 	size_t nr;
 	struct seg *segs;
 	size_t nsegs;
-	char *names;
+	char *names;	   /* the kept symbols' names, each once */
+	size_t names_len;
 	char build_id[2 * 64 + 1];
 	char debuglink[256]; /* .gnu_debuglink file name, "" if none */
 	uint32_t debuglink_crc;
@@ -214,10 +223,19 @@ static void drop_abi_suffix(char *name)
 		name[n - 5] = '\0';
 }
 
-/* Counts (st->names == NULL) or collects the function symbols of one
+/* The table while it is built: every function symbol of both tables,
+ * aliases and duplicates included, and their names. */
+struct build {
+	struct rawsym *syms;
+	size_t nr;
+	char *names; /* NULL: the first pass, which only counts */
+	size_t names_len;
+};
+
+/* Counts (b->names == NULL) or collects the function symbols of one
  * symbol table section. */
 static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct symtab *st,
-			   size_t *names_len)
+			   struct build *b)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0, found = 0;
@@ -239,29 +257,29 @@ static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct s
 		found++;
 		if (sh->sh_type == SHT_SYMTAB)
 			st->has_symtab = true;
-		if (!st->names) {
-			*names_len += strlen(name) + 1;
+		if (!b->names) {
+			b->names_len += strlen(name) + 1;
 			continue;
 		}
-		st->syms[st->nr++] = (struct sym){
+		b->syms[b->nr++] = (struct rawsym){
 			.addr = s.st_value,
 			.size = s.st_size,
 			.scn_end = section_end(elf, &s),
-			.name = st->names + *names_len,
+			.name = b->names + b->names_len,
 			.bind = GELF_ST_BIND(s.st_info),
 			.from_symtab = sh->sh_type == SHT_SYMTAB,
 		};
-		strcpy(st->names + *names_len, name);
+		strcpy(b->names + b->names_len, name);
 		if (st->go)
-			drop_abi_suffix(st->names + *names_len);
-		*names_len += strlen(name) + 1;
+			drop_abi_suffix(b->names + b->names_len);
+		b->names_len += strlen(name) + 1;
 	}
 	return found;
 }
 
 /* Both tables: .dynsym alone names exported functions of stripped files,
  * and duplicates of .symtab entries fold away by address. */
-static size_t scan_all(Elf *elf, struct symtab *st, size_t *names_len)
+static size_t scan_all(Elf *elf, struct symtab *st, struct build *b)
 {
 	Elf_Scn *scn = NULL;
 	size_t found = 0;
@@ -270,7 +288,7 @@ static size_t scan_all(Elf *elf, struct symtab *st, size_t *names_len)
 		GElf_Shdr sh;
 
 		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
-			found += scan_symbols(elf, scn, &sh, st, names_len);
+			found += scan_symbols(elf, scn, &sh, st, b);
 	}
 	return found;
 }
@@ -286,7 +304,7 @@ static int bind_rank(unsigned char b)
 
 static int cmp_sym(const void *a, const void *b)
 {
-	const struct sym *x = a, *y = b;
+	const struct rawsym *x = a, *y = b;
 	size_t lx, ly;
 
 	if (x->addr != y->addr)
@@ -305,47 +323,82 @@ static int cmp_sym(const void *a, const void *b)
 /* A sized symbol ends where it says: an address past it (padding, or code of
  * a function we have no name for, like a static one in a stripped file) is
  * unknown, not the previous function. A size-0 symbol (asm without .size)
- * reaches the next symbol, but not past the end of its own section. */
-static void set_ends(struct symtab *st)
+ * reaches the next symbol, but not past the end of its own section. Beyond
+ * 4 GiB nothing is a function's. */
+static uint32_t sym_len(const struct rawsym *s, uint64_t next)
 {
-	for (size_t i = 0; i < st->nr; i++) {
-		struct sym *s = &st->syms[i];
-		uint64_t next = i + 1 < st->nr ? st->syms[i + 1].addr : UINT64_MAX;
+	uint64_t end = s->size ? s->addr + s->size : next < s->scn_end ? next : s->scn_end;
 
-		if (s->size)
-			s->end = s->addr + s->size;
-		else
-			s->end = next < s->scn_end ? next : s->scn_end;
+	return end - s->addr > UINT32_MAX ? UINT32_MAX : (uint32_t)(end - s->addr);
+}
+
+/* Aliases at one address fold into the first (the preferred name), which
+ * takes the largest size among them. Returns how many are left. */
+static size_t fold_aliases(struct build *b)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < b->nr; i++) {
+		struct rawsym *keep = k ? &b->syms[k - 1] : NULL;
+
+		if (keep && keep->addr == b->syms[i].addr) {
+			if (b->syms[i].size > keep->size)
+				keep->size = b->syms[i].size;
+			continue;
+		}
+		b->syms[k++] = b->syms[i];
 	}
+	return k;
+}
+
+/* The kept symbols and only their names (an alias's, a .dynsym copy of a
+ * .symtab name, are left behind with the build). */
+static int keep_symbols(struct symtab *st, const struct build *b, size_t k)
+{
+	size_t len = 0;
+
+	for (size_t i = 0; i < k; i++)
+		len += strlen(b->syms[i].name) + 1;
+	if (len > UINT32_MAX)
+		return -E2BIG;
+	st->syms = calloc(k ? k : 1, sizeof(*st->syms));
+	st->names = malloc(len ? len : 1);
+	if (!st->syms || !st->names)
+		return -ENOMEM;
+	for (size_t i = 0; i < k; i++) {
+		const struct rawsym *r = &b->syms[i];
+		size_t n = strlen(r->name) + 1;
+
+		st->syms[i] = (struct sym){
+			.addr = r->addr,
+			.len = sym_len(r, i + 1 < k ? b->syms[i + 1].addr : UINT64_MAX),
+			.name = (uint32_t)st->names_len,
+		};
+		memcpy(st->names + st->names_len, r->name, n);
+		st->names_len += n;
+	}
+	st->nr = k;
+	return 0;
 }
 
 static int read_symbols(Elf *elf, struct symtab *st)
 {
-	size_t names_len = 0, n, k = 0;
+	struct build b = {};
+	size_t n;
+	int err = -ENOMEM;
 
-	n = scan_all(elf, st, &names_len); /* first pass: sizes */
-	st->names = malloc(names_len ? names_len : 1);
-	st->syms = calloc(n ? n : 1, sizeof(*st->syms));
-	if (!st->names || !st->syms)
-		return -ENOMEM;
-	names_len = 0;
-	scan_all(elf, st, &names_len);
-	qsort(st->syms, st->nr, sizeof(*st->syms), cmp_sym);
-	for (size_t i = 0; i < st->nr; i++) {
-		struct sym *keep = k ? &st->syms[k - 1] : NULL;
-
-		if (keep && keep->addr == st->syms[i].addr) {
-			/* the first is the preferred name; an alias may know
-			 * the size the preferred one lacks */
-			if (st->syms[i].size > keep->size)
-				keep->size = st->syms[i].size;
-			continue;
-		}
-		st->syms[k++] = st->syms[i];
+	n = scan_all(elf, st, &b); /* first pass: sizes */
+	b.names = malloc(b.names_len ? b.names_len : 1);
+	b.syms = calloc(n ? n : 1, sizeof(*b.syms));
+	if (b.names && b.syms) {
+		b.names_len = 0;
+		scan_all(elf, st, &b);
+		qsort(b.syms, b.nr, sizeof(*b.syms), cmp_sym);
+		err = keep_symbols(st, &b, fold_aliases(&b));
 	}
-	st->nr = k;
-	set_ends(st);
-	return 0;
+	free(b.syms);
+	free(b.names);
+	return err;
 }
 
 /* A Go binary's table is its .gopclntab (.data.rel.ro.gopclntab in a PIE);
@@ -482,13 +535,10 @@ int symtab__load_mem(const void *buf, size_t size, struct symtab **out)
 
 size_t symtab__mem_bytes(const struct symtab *st)
 {
-	size_t names = 0;
-
 	if (!st)
 		return 0;
-	for (size_t i = 0; i < st->nr; i++)
-		names += strlen(st->syms[i].name) + 1;
-	return sizeof(*st) + st->nr * sizeof(*st->syms) + st->nsegs * sizeof(*st->segs) + names;
+	return sizeof(*st) + st->nr * sizeof(*st->syms) + st->nsegs * sizeof(*st->segs) +
+	       st->names_len;
 }
 
 void symtab__free(struct symtab *st)
@@ -519,11 +569,11 @@ const char *symtab__find(const struct symtab *st, uint64_t vaddr, uint64_t *sym_
 	if (!lo)
 		return NULL;
 	s = &st->syms[lo - 1];
-	if (vaddr >= s->end)
+	if (vaddr - s->addr >= s->len)
 		return NULL;
 	if (sym_off)
 		*sym_off = vaddr - s->addr;
-	return s->name;
+	return st->names + s->name;
 }
 
 int symtab__off_to_vaddr(const struct symtab *st, uint64_t off, uint64_t *vaddr)
