@@ -123,6 +123,9 @@ struct {
 	__type(value, __u32);
 } mapgens SEC(".maps");
 
+/* The compat variant walks frame pointers where tables were asked for:
+ * a chain cut by code without them is marked (take_user_stack_compat). */
+const volatile bool mark_fp_cuts = false;
 /* Follow mapping changes (on_exec is loaded; the loader reads mmap2). */
 const volatile bool track_maps = false;
 /* The generation counter shared by every process: gens only rise. */
@@ -1284,18 +1287,38 @@ static __always_inline void count_sample(const struct bpfs_count_key *key, __u64
 		stat_inc(err == -EBUSY ? BPFS_STAT_LOST_BUSY : BPFS_STAT_LOST_COUNTS_FULL);
 }
 
-/* The user stack in the compat variant: the kernel's own frame-pointer
- * walker (bpf_get_stack), which finds the user registers itself wherever the
- * sample landed (bpf_task_pt_regs is 5.15), up to perf_event_max_stack
- * frames, one segment. No unwind tables: they need bpf_loop (5.17). */
-static __always_inline bool take_user_stack_compat(struct bpf_perf_event_data *ctx,
-						   struct bpfs_stack *seg,
-						   struct bpfs_count_key *key)
+/* 5.10 has no bpf_task_pt_regs (5.15). On x86-64 the user registers saved
+ * at kernel entry sit at the top of the task's kernel stack, THREAD_SIZE
+ * (16 KiB without KASAN) above task->stack, in the ABI's layout (no
+ * padding before 6.9's FRED). Trusted only when the saved cs is the 64-bit
+ * user code segment: any other stack size reads something else there. */
+#define COMPAT_THREAD_SIZE 16384
+#define USER_CS_64 0x33
+
+static __always_inline bool user_regs_compat(struct task_struct *task, __u64 *ip, __u64 *bp,
+					     __u64 *sp)
 {
-	__u32 frames = max_depth < BPFS_SEG_FRAMES ? max_depth : BPFS_SEG_FRAMES;
+	void *stack = BPF_CORE_READ(task, stack);
+	struct abi_regs *r = (struct abi_regs *)(stack + COMPAT_THREAD_SIZE) - 1;
+	__u64 cs = 0;
+
+	if (!stack || bpf_probe_read_kernel(&cs, sizeof(cs), &r->cs) ||
+	    (cs & 0xffff) != USER_CS_64)
+		return false;
+	return !bpf_probe_read_kernel(ip, sizeof(*ip), &r->ip) &&
+	       !bpf_probe_read_kernel(bp, sizeof(*bp), &r->bp) &&
+	       !bpf_probe_read_kernel(sp, sizeof(*sp), &r->sp);
+}
+
+/* The kernel's own frame-pointer walker (bpf_get_stack), which ends in
+ * silence wherever the chain does: the fallback when the user registers
+ * cannot be found. */
+static __always_inline bool get_user_stack_compat(struct bpf_perf_event_data *ctx,
+						  struct bpfs_stack *seg,
+						  struct bpfs_count_key *key, __u32 frames)
+{
 	long n = bpf_get_stack(ctx, seg->ips, (frames & 0x7f) * sizeof(__u64), BPF_F_USER_STACK);
 
-	key->flags |= BPFS_F_USTACK_UNCHECKED;
 	if (n < 0) {
 		stat_inc(BPFS_STAT_USTACK_ERR);
 		key->flags |= BPFS_F_USTACK_ERR;
@@ -1309,6 +1332,68 @@ static __always_inline bool take_user_stack_compat(struct bpf_perf_event_data *c
 		stat_inc(BPFS_STAT_USTACK_TRUNC);
 		key->flags |= BPFS_F_USTACK_TRUNC;
 	}
+	key->ustack_id = store_segment_compat(0x75, true);
+	return key->ustack_id != 0;
+}
+
+/* Whether a frame-pointer chain ended before the thread's first frame.
+ * The ABI's end is a frame pointer of zero, from the thread's first
+ * function; anything else not a frame pointer is code built without them.
+ * But such code may hold zero in the register too (a vDSO frame over
+ * glibc's, over an interpreter's): in the main thread, whose start is
+ * known, the chain is whole only if it ended just below the initial
+ * stack, at __libc_start_call_main (glibc is built without frame pointers:
+ * its frames end every chain so; main's frame record is 272 bytes below
+ * glibc 2.36's initial stack). */
+#define START_FRAMES_SPAN 512
+static __always_inline bool fp_chain_cut(const struct ustack *st, __u32 frames, bool main_thread)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	__u64 top;
+
+	if (st->fault || st->limited || st->nr >= frames)
+		return false;
+	if (!main_thread)
+		return st->fp || st->nr == 1;
+	top = BPF_CORE_READ(task, mm, start_stack);
+	return st->sp >= top || top - st->sp >= START_FRAMES_SPAN;
+}
+
+/*
+ * The user stack in the compat variant: no unwind tables (they need
+ * bpf_loop, 5.17), so frame pointers, walked here with a bounded loop
+ * (walk_step, as the full variant's) up to one segment. Unlike
+ * bpf_get_stack it knows why the chain ended: the ABI's zero, or a
+ * register that is no frame pointer (code built without them, marked "no
+ * unwind info": on this kernel there are no tables to go on with).
+ */
+static __always_inline bool take_user_stack_compat(struct bpf_perf_event_data *ctx,
+						   struct bpfs_stack *seg,
+						   struct bpfs_count_key *key)
+{
+	__u32 frames = max_depth < BPFS_SEG_FRAMES ? max_depth : BPFS_SEG_FRAMES, zero = 0, nr;
+	__u64 ip = CTX_REG(ctx, ip), bp = CTX_REG(ctx, bp), sp = CTX_REG(ctx, sp);
+	struct walk w = {};
+
+	key->flags |= BPFS_F_USTACK_UNCHECKED;
+	w.st = bpf_map_lookup_elem(&uscratch, &zero);
+	w.win = bpf_map_lookup_elem(&uwindow, &zero);
+	if (!w.st || !w.win || (!(CTX_REG(ctx, cs) & 3) &&
+				!user_regs_compat((void *)bpf_get_current_task(), &ip, &bp, &sp)))
+		return get_user_stack_compat(ctx, seg, key, frames);
+	walk_from(w.st, ip, bp, sp, frames);
+	for (int i = 0; i < BPFS_SEG_FRAMES; i++)
+		if (walk_step(&w, false))
+			break;
+	if (mark_fp_cuts && fp_chain_cut(w.st, frames, key->pid == key->tid))
+		w.st->reason |= BPFS_F_USTACK_NOINFO;
+	user_walk_marks(w.st, &key->flags);
+	nr = w.st->nr;
+	if (nr > BPFS_SEG_FRAMES)
+		nr = BPFS_SEG_FRAMES; /* cannot happen: walked to frames at most */
+	seg->nr = nr;
+	seg->parent = 0;
+	bpf_probe_read_kernel(seg->ips, (nr & 0x7f) * sizeof(__u64), w.st->ips);
 	key->ustack_id = store_segment_compat(0x75, true);
 	return key->ustack_id != 0;
 }

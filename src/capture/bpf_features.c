@@ -139,12 +139,13 @@ static const struct feature features[BPFF_NR] = {
 	[BPFF_COOKIE] = { "perf event attach cookies", "5.15", true,
 			  COMPAT ": one program per event", probe_cookie },
 	[BPFF_TASK_PT_REGS] = { "bpf_task_pt_regs", "5.15", true,
-				COMPAT ": user stacks by the kernel's frame-pointer walker, "
-				"up to perf_event_max_stack frames",
+				COMPAT ": user registers read off the kernel stack, user "
+				"stacks up to 127 frames",
 				probe_task_pt_regs },
 	[BPFF_LOOP] = { "bpf_loop", "5.17", true,
 			COMPAT ": no unwind tables, user stacks through code without "
-			"frame pointers are cut (--unwind auto and dwarf act as fp)",
+			"frame pointers are cut, marked (--unwind auto and dwarf act "
+			"as fp)",
 			probe_loop },
 	[BPFF_RINGBUF_DYNPTR] = { "ring records sized at run time", "5.19", true,
 				  COMPAT ": stack records copied once more",

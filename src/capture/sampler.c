@@ -71,6 +71,7 @@ struct sampler {
 	uint64_t pass_end_ns;	  /* CLOCK_MONOTONIC */
 	bool pass_over;		  /* the time is spent: stop every ring */
 	struct sampler_opts opts;
+	bool fp_instead;	/* tables were asked for, the kernel has none */
 	bool stopped;
 	uint64_t drain_end;	/* CLOCK_MONOTONIC ns: the final drains' bound */
 	pthread_t detacher;	/* detaching the followers, when detaching */
@@ -186,6 +187,7 @@ static void settle_unwind(struct sampler *s)
 		       "through frame pointers", bpf_features__name(BPFF_LOOP),
 		       bpf_features__since(BPFF_LOOP));
 	s->opts.unwind = BPFS_UNWIND_FP;
+	s->fp_instead = true;
 }
 
 static int configure(struct sampler *s)
@@ -225,6 +227,7 @@ static int configure(struct sampler *s)
 		       s->keep_fail_after, s->keep_fail_after);
 	}
 	skel->rodata->unwind_mode = o->unwind;
+	skel->rodata->mark_fp_cuts = s->fp_instead;
 	/* with --unwind fp the Python frames go outward of the native ones
 	 * (python_tail): a frame-pointer walk never reaches the interpreter */
 	skel->rodata->use_python = o->python && features__has_python_walk();
