@@ -10,6 +10,7 @@
 #define BPFSAMPLER_FUZZ_H
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +20,10 @@
 #include "log.h"
 
 /* A private directory per fuzzing process (libFuzzer's -jobs/-fork run
- * several), removed at exit. */
-static char fuzz_dir[64];
-static char fuzz_path[96];
+ * several), under $TMPDIR, removed at exit. A crash exits without atexit:
+ * the suite sets TMPDIR to a folder of its own, which goes with it. */
+static char fuzz_dir[PATH_MAX];
+static char fuzz_path[PATH_MAX + 8];
 
 static void fuzz_cleanup(void)
 {
@@ -34,8 +36,9 @@ static void fuzz_setup(void)
 	const char *tmp = getenv("TMPDIR");
 
 	log_set_level(LOG_OFF);
-	snprintf(fuzz_dir, sizeof(fuzz_dir), "%s/bpfs-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(fuzz_dir)) {
+	if ((size_t)snprintf(fuzz_dir, sizeof(fuzz_dir), "%s/bpfs-fuzz-XXXXXX",
+			     tmp && *tmp ? tmp : "/tmp") >= sizeof(fuzz_dir) ||
+	    !mkdtemp(fuzz_dir)) {
 		perror("fuzz: mkdtemp");
 		abort();
 	}

@@ -19,6 +19,9 @@ if ! compgen -G "$F/fuzz_*" >/dev/null; then
 	exit 1
 fi
 
+# the targets' scratch folders in ours: a crash leaves its folder behind
+# (libFuzzer exits without atexit), and ours goes at exit
+export TMPDIR=$TMP
 "$ROOT/tests/fuzz/regress.sh" "$F"
 
 # One target run: its verdict in $TMP/$t.verdict, read after the wait.
@@ -59,8 +62,9 @@ for t in "${targets[@]}"; do
 		pass "fuzz_$t ($runs runs in $secs s)"
 	else
 		grep -E 'ERROR|SUMMARY|#[0-9]+ ' "$TMP/$t.log" | tail -15 | sed 's/^/    /'
-		keep=/tmp/bpfsampler-fuzz-crash-$t # $TMP goes at exit
-		rm -rf "$keep" && cp -r "$TMP/art-$t" "$keep"
+		# $TMP goes at exit; a new folder, never a path someone else
+		# could have planted in /tmp
+		keep=$(mktemp -d "/tmp/bpfsampler-fuzz-crash-$t.XXXXXX") && cp -r "$TMP/art-$t/." "$keep/"
 		fail "fuzz_$t" "crashed; the input is in $keep/: reproduce with $bin $keep/crash-*, fix the parser, commit the input under tests/fuzz/regress/$t/"
 	fi
 done
