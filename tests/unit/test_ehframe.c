@@ -558,6 +558,7 @@ static void test_funcs_only(void)
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		struct ehframe *full = NULL, *fo = NULL;
 		const struct bpfs_unwind_row *r;
+		struct ehframe_stats st;
 		size_t nr, nr_fo;
 
 		if (ehframe__load(files[i], &full))
@@ -571,6 +572,10 @@ static void test_funcs_only(void)
 		r = ehframe__rows(full, &nr);
 		ehframe__rows(fo, &nr_fo);
 		CHECK(nr_fo == 0, "%s: %zu rows kept with EHFRAME_FUNCS_ONLY", files[i], nr_fo);
+		ehframe__stats(fo, &st);
+		CHECK(ehframe__mem_bytes(fo) <= 4096 + st.fdes * 12,
+		      "%s: %zu bytes for the ranges of %zu functions (12 a function)", files[i],
+		      ehframe__mem_bytes(fo), st.fdes);
 		CHECK(ehframe__mem_bytes(fo) * 2 < ehframe__mem_bytes(full) ||
 		      ehframe__mem_bytes(full) < 4096, /* a fixture's few functions */
 		      "%s: %zu bytes funcs only, %zu whole", files[i], ehframe__mem_bytes(fo),
