@@ -57,7 +57,7 @@ int ehframe__load_debug(const char *path, const char *debug_path, struct ehframe
 #define EHFRAME_LIBDW_ONLY 1u
 /* EHFRAME_FUNCS_ONLY keeps the functions' ranges and no rows (for
  * ehframe__func_start): a large stripped file's rows are tens of MB (cc1's
- * ~15 MB), its ranges 32 bytes a function, read from the FDE headers
+ * ~15 MB), its ranges 12 bytes a function, read from the FDE headers
  * without running their programs. */
 #define EHFRAME_FUNCS_ONLY 2u
 int ehframe__load_flags(const char *path, const char *debug_path, unsigned flags,
