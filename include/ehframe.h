@@ -62,6 +62,19 @@ int ehframe__load_debug(const char *path, const char *debug_path, struct ehframe
 #define EHFRAME_FUNCS_ONLY 2u
 int ehframe__load_flags(const char *path, const char *debug_path, unsigned flags,
 			struct ehframe **out);
+/* Rows handed on as they are made, a chunk at a time, instead of kept: a
+ * large file's table (libLLVM's 980,000 rows, 15 MB) is never whole in
+ * memory. fn gets rows [at, at + n) of the table and returns 0 or -errno,
+ * which ends the build; fn NULL: the rows are counted only (stats.rows).
+ * The same rows as a whole build, in the same order. */
+struct ehframe_sink {
+	int (*fn)(void *ctx, size_t at, const struct bpfs_unwind_row *rows, size_t n);
+	void *ctx;
+	size_t chunk; /* rows held before they are handed on (not 0) */
+};
+/* ehframe__load with the rows handed to sink: ehframe__rows() then has
+ * none, ehframe__stats() counts them. */
+int ehframe__load_sink(const char *path, const struct ehframe_sink *sink, struct ehframe **out);
 void ehframe__free(struct ehframe *t);
 /* fn is asked every EHFRAME_CANCEL_EVERY functions while a table is
  * built; when it says true the build is abandoned (-ECANCELED). A large

@@ -58,6 +58,8 @@ struct unwinder_opts {
 struct unwinder_stats {
 	uint64_t tables;	/* tables held now */
 	uint64_t built;		/* tables built */
+	uint64_t streamed;	/* of which streamed: a large file's, never
+				 * whole in memory */
 	uint64_t debug_frame;	/* of which with rows from a .debug_frame */
 	uint64_t debug_files;	/* of those, from a separate debug file's */
 	uint64_t no_table;	/* files with neither .eh_frame nor .debug_frame */

@@ -760,7 +760,8 @@ static void print_unwind(const struct run *r)
 	unwinder__stats(r->uw, &us);
 	fprintf(stderr, "  unwind tables: %llu files (%llu from .debug_frame, %llu of them in "
 		"debug files; %llu without .eh_frame or .debug_frame, %llu did not fit), %llu "
-		"rows = %.1f MiB of %.1f MiB (peak %.1f), built in %.0f ms; %llu processes, "
+		"rows = %.1f MiB of %.1f MiB (peak %.1f), built in %.0f ms (%llu streamed); "
+		"%llu processes, "
 		"%llu tables released, %llu kept for reuse (%llu rows), %llu reused, %llu "
 		"evicted\n",
 		(unsigned long long)us.built, (unsigned long long)us.debug_frame,
@@ -769,7 +770,7 @@ static void print_unwind(const struct run *r)
 		us.rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
 		us.max_rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
 		us.rows_peak * sizeof(struct bpfs_unwind_row) / 1048576.0, us.build_ns / 1e6,
-		(unsigned long long)us.processes, (unsigned long long)us.released,
+		(unsigned long long)us.streamed, (unsigned long long)us.processes, (unsigned long long)us.released,
 		(unsigned long long)us.idle, (unsigned long long)us.idle_rows,
 		(unsigned long long)us.reused, (unsigned long long)us.evicted);
 	if (us.abandoned)

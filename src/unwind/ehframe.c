@@ -57,6 +57,8 @@ struct ehframe {
 			   * ranges once built with EHFRAME_FUNCS_ONLY */
 	struct frange *ranges;
 	size_t nr_ranges;
+	const struct ehframe_sink *sink; /* rows handed on, not kept */
+	size_t handed;			 /* rows handed on so far */
 	struct vec segs;  /* struct ehframe_seg */
 	struct ehframe_stats stats;
 	bool funcs_only;  /* EHFRAME_FUNCS_ONLY: no rows kept */
@@ -229,6 +231,19 @@ static bool same_rule(const struct bpfs_unwind_row *a, const struct bpfs_unwind_
 	       a->rbp_type == b->rbp_type && a->rbp_off == b->rbp_off;
 }
 
+/* Hands the first n rows kept to the sink, and forgets them. */
+static int hand_on(struct ehframe *t, size_t n)
+{
+	int err = 0;
+
+	if (t->sink->fn && n)
+		err = t->sink->fn(t->sink->ctx, t->handed, t->rows.data, n);
+	memmove(t->rows.data, vec__at(&t->rows, n), (t->rows.nr - n) * t->rows.elem);
+	t->rows.nr -= n;
+	t->handed += n;
+	return err;
+}
+
 static int add_row(struct ehframe *t, const struct bpfs_unwind_row *r)
 {
 	struct bpfs_unwind_row *last = t->rows.nr ? vec__at(&t->rows, t->rows.nr - 1) : NULL, *n;
@@ -245,6 +260,9 @@ static int add_row(struct ehframe *t, const struct bpfs_unwind_row *r)
 	if (!n)
 		return -ENOMEM;
 	*n = *r;
+	/* the last stays: a later row at its pc, or of its rule, changes it */
+	if (t->sink && t->rows.nr > t->sink->chunk)
+		return hand_on(t, t->rows.nr - 1);
 	return 0;
 }
 
@@ -1017,8 +1035,8 @@ static int keep_ranges(struct ehframe *t)
 	return 0;
 }
 
-int ehframe__load_flags(const char *path, const char *debug_path, unsigned flags,
-			struct ehframe **out)
+static int load(const char *path, const char *debug_path, unsigned flags,
+		const struct ehframe_sink *sink, struct ehframe **out)
 {
 	int fd = -1, dfd = -1, err = 0;
 	Elf *elf = NULL, *dbg = NULL;
@@ -1026,9 +1044,12 @@ int ehframe__load_flags(const char *path, const char *debug_path, unsigned flags
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
+	if (sink && !sink->chunk)
+		return -EINVAL;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	t->sink = sink;
 	t->rows = VEC_INIT(struct bpfs_unwind_row);
 	t->funcs = VEC_INIT(struct func);
 	t->segs = VEC_INIT(struct ehframe_seg);
@@ -1040,6 +1061,10 @@ int ehframe__load_flags(const char *path, const char *debug_path, unsigned flags
 		err = build(t, elf, dbg, flags);
 	if (!err && t->funcs_only)
 		err = keep_ranges(t);
+	if (!err && t->sink) {
+		err = hand_on(t, t->rows.nr);
+		t->stats.rows = t->handed;
+	}
 	t->stats.debug_file = dbg && !err;
 	if (dbg) {
 		elf_end(dbg);
@@ -1053,8 +1078,20 @@ int ehframe__load_flags(const char *path, const char *debug_path, unsigned flags
 		ehframe__free(t);
 		return err;
 	}
+	t->sink = NULL; /* the caller's, used during the call only */
 	*out = t;
 	return 0;
+}
+
+int ehframe__load_flags(const char *path, const char *debug_path, unsigned flags,
+			struct ehframe **out)
+{
+	return load(path, debug_path, flags, NULL, out);
+}
+
+int ehframe__load_sink(const char *path, const struct ehframe_sink *sink, struct ehframe **out)
+{
+	return load(path, NULL, 0, sink, out);
 }
 
 int ehframe__load_debug(const char *path, const char *debug_path, struct ehframe **out)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <bpf/bpf.h>
 
@@ -293,69 +294,168 @@ static bool evict_idle(struct unwinder *u)
 	return true;
 }
 
-/* Builds the table of the file at path into the rows array. */
-static void load_table(struct unwinder *u, struct table *t, const char *path, const char *name)
+/* Rows for a table of nr rows, evicting kept tables to make room;
+ * UINT32_MAX when they do not fit (said once). */
+static uint32_t alloc_table_rows(struct unwinder *u, size_t nr, const char *name)
+{
+	uint32_t first = nr && nr <= u->o.max_rows ? rows_alloc(u, nr) : UINT32_MAX;
+
+	while (first == UINT32_MAX && nr && nr <= u->o.max_rows && evict_idle(u))
+		first = rows_alloc(u, nr);
+	if (first == UINT32_MAX && u->stats.full++ == 0)
+		p_warn("unwind tables full (%" PRIu64 " rows in use): %s and later files "
+		       "are walked by frame pointers; raise --unwind-rows", u->stats.rows, name);
+	return first;
+}
+
+/* t's rows are [first, first + nr), written: t takes them, and eh's
+ * segments. Returns 0, or -errno with the rows given back. */
+static int take_rows(struct unwinder *u, struct table *t, const struct ehframe *eh,
+		     uint32_t first, size_t nr)
+{
+	const struct ehframe_seg *segs = ehframe__segs(eh, &t->nr_segs);
+
+	t->segs = malloc(t->nr_segs * sizeof(*segs));
+	if (!t->segs && t->nr_segs) {
+		rows_free(u, first, nr);
+		return -ENOMEM;
+	}
+	memcpy(t->segs, segs, t->nr_segs * sizeof(*segs));
+	t->first = first;
+	t->nr = nr;
+	return 0;
+}
+
+/* Tables of files this large are built twice, streamed: rows counted,
+ * then handed a chunk at a time into their place in the array, never
+ * whole in the loader's memory (libLLVM's are 15 MB: a transient that
+ * doubled an agent's RSS beside a build). BPFS_DEBUG_STREAM_MIN=BYTES
+ * (tests): another threshold. */
+#define STREAM_MIN_BYTES (16ULL << 20)
+#define STREAM_CHUNK 4096
+
+static uint64_t stream_min(void)
+{
+	const char *e = getenv("BPFS_DEBUG_STREAM_MIN");
+
+	return e ? strtoull(e, NULL, 10) : STREAM_MIN_BYTES;
+}
+
+struct stream_to {
+	struct unwinder *u;
+	uint32_t first;
+	size_t nr;
+};
+
+static int write_chunk(void *ctx, size_t at, const struct bpfs_unwind_row *rows, size_t n)
+{
+	struct stream_to *to = ctx;
+
+	if (at + n > to->nr)
+		return -E2BIG; /* the second build made more rows than the first */
+	return rows_write(to->u, to->first + at, rows, n) ? -errno : 0;
+}
+
+/* The streamed build; -EAGAIN: the file wants the whole build (a
+ * .debug_frame, or too little .eh_frame: load_cfi may look for a debug
+ * file), or is too small to stream. */
+static int load_streamed(struct unwinder *u, struct table *t, const char *path, const char *name)
+{
+	struct stream_to to = { .u = u };
+	struct ehframe_sink sink = { .fn = NULL, .chunk = STREAM_CHUNK };
+	struct ehframe_stats st;
+	struct ehframe *eh;
+	struct stat sb;
+	int err;
+
+	if (stat(path, &sb) || (uint64_t)sb.st_size < stream_min())
+		return -EAGAIN;
+	err = ehframe__load_sink(path, &sink, &eh);
+	if (err)
+		return err == -ECANCELED ? err : -EAGAIN;
+	ehframe__stats(eh, &st);
+	ehframe__free(eh);
+	if (st.has_debug_frame || st.eh_bytes * 2 < st.code_bytes || !st.rows)
+		return -EAGAIN;
+	to.nr = st.rows;
+	to.first = alloc_table_rows(u, to.nr, name);
+	if (to.first == UINT32_MAX)
+		return -ENOSPC;
+	sink = (struct ehframe_sink){ .fn = write_chunk, .ctx = &to, .chunk = STREAM_CHUNK };
+	err = ehframe__load_sink(path, &sink, &eh);
+	if (!err) {
+		ehframe__stats(eh, &st);
+		err = st.rows == to.nr ? take_rows(u, t, eh, to.first, to.nr) : -EIO;
+		ehframe__free(eh);
+	}
+	if (err && err != -ENOMEM)
+		rows_free(u, to.first, to.nr); /* take_rows gave them back on ENOMEM */
+	if (!err)
+		p_dbg("%s: unwind table of %zu rows at %u, streamed", name, to.nr, to.first);
+	return err;
+}
+
+/* The whole build: every row in memory, then written; *st its stats. */
+static int load_whole(struct unwinder *u, struct table *t, const char *path, const char *name,
+		      struct ehframe_stats *st)
 {
 	const struct bpfs_unwind_row *rows;
-	const struct ehframe_seg *segs;
-	struct ehframe_stats st;
-	uint64_t t0 = now_ns();
 	struct ehframe *eh;
-	size_t nr, nsegs;
 	uint32_t first;
+	size_t nr;
 	int err;
 
 	err = load_cfi(u, path, name, &eh);
+	if (err)
+		return err;
+	rows = ehframe__rows(eh, &nr);
+	first = alloc_table_rows(u, nr, name);
+	if (first == UINT32_MAX) {
+		ehframe__free(eh);
+		return -ENOSPC;
+	}
+	/* the BPF side reads them once a process entry points here */
+	err = rows_write(u, first, rows, nr) ? -errno : 0;
+	if (err)
+		rows_free(u, first, nr);
+	else
+		err = take_rows(u, t, eh, first, nr);
+	if (!err) {
+		ehframe__stats(eh, st);
+		p_dbg("%s: unwind table of %zu rows at %u", name, nr, first);
+	}
+	ehframe__free(eh);
+	return err;
+}
+
+/* Builds the table of the file at path into the rows array. */
+static void load_table(struct unwinder *u, struct table *t, const char *path, const char *name)
+{
+	struct ehframe_stats st = {};
+	uint64_t t0 = now_ns();
+	int err;
+
+	err = load_streamed(u, t, path, name);
+	if (!err)
+		u->stats.streamed++;
+	else if (err == -EAGAIN)
+		err = load_whole(u, t, path, name, &st);
 	if (err == -ECANCELED) {
 		p_dbg("%s: unwind table abandoned: the run is ending", name);
 		u->stats.abandoned++;
 		return;
 	}
+	if (err == -ENOSPC)
+		return; /* said once by alloc_table_rows */
 	if (err) {
 		p_dbg("%s: no unwind table: %s", name, strerror(-err));
 		u->stats.no_table++;
 		return;
 	}
-	ehframe__stats(eh, &st);
-	rows = ehframe__rows(eh, &nr);
-	segs = ehframe__segs(eh, &nsegs);
-	first = nr && nr <= u->o.max_rows ? rows_alloc(u, nr) : UINT32_MAX;
-	while (first == UINT32_MAX && nr && nr <= u->o.max_rows && evict_idle(u))
-		first = rows_alloc(u, nr);
-	if (first == UINT32_MAX) {
-		if (u->stats.full++ == 0)
-			p_warn("unwind tables full (%" PRIu64 " rows in use): %s and later files "
-			       "are walked by frame pointers; raise --unwind-rows", u->stats.rows,
-			       name);
-		ehframe__free(eh);
-		return;
-	}
-	t->segs = malloc(nsegs * sizeof(*segs));
-	if (!t->segs && nsegs) {
-		rows_free(u, first, nr);
-		ehframe__free(eh);
-		return;
-	}
-	memcpy(t->segs, segs, nsegs * sizeof(*segs));
-	t->nr_segs = nsegs;
-	/* the BPF side reads them once a process entry points here */
-	if (rows_write(u, first, rows, nr)) {
-		p_warn("%s: cannot write its unwind table: %s; walked by frame pointers", name,
-		       strerror(errno));
-		free(t->segs);
-		t->segs = NULL;
-		rows_free(u, first, nr);
-		ehframe__free(eh);
-		return;
-	}
-	t->first = first;
-	t->nr = nr;
 	u->stats.built++;
 	u->stats.debug_frame += st.debug_fdes > 0;
 	u->stats.debug_files += st.debug_fdes > 0 && st.debug_file;
 	u->stats.build_ns += now_ns() - t0;
-	p_dbg("%s: unwind table of %zu rows at %u", name, nr, first);
-	ehframe__free(eh);
 }
 
 /* The table of mapping m of pid, built when its file is new. */

@@ -112,6 +112,19 @@ while time.time() < t:
 	at_least "python3: user stacks reaching the outermost frame, of $n" \
 		"$(ratio "$(samples_matching "$TMP/py.only" "$WHOLE")" "$n")" 0.90
 	perf_ref python3 "$py" -c "${prog/2.5/1}"
+	# every table streamed (a large file's: counted, then written a chunk
+	# at a time, never whole in memory): the same stacks
+	BPFS_DEBUG_STREAM_MIN=0 profile "$TMP/pys.folded" -v -F 999 -- "$py" -c "${prog/2.5/1.5}" ||
+		fail "python3 streamed run" "$(cat "$TMP/pys.folded.err")"
+	comm_lines "$TMP/pys.folded" python3.11 >"$TMP/pys.only"
+	n=$(total "$TMP/pys.only")
+	streamed=$(grep -oE '[(][0-9]+ streamed[)]' "$TMP/pys.folded.err" | grep -oE '[0-9]+')
+	if [ "${streamed:-0}" -ge 3 ]; then
+		at_least "python3, every table streamed ($streamed): user stacks reaching the outermost frame, of $n" \
+			"$(ratio "$(samples_matching "$TMP/pys.only" "$WHOLE")" "$n")" 0.90
+	else
+		fail "python3, every table streamed" "${streamed:-no} tables streamed: $(grep 'unwind tables' "$TMP/pys.folded.err")"
+	fi
 else
 	skip "python3" "no $py (Debian's python3.11)"
 fi

@@ -595,6 +595,78 @@ static void test_funcs_only(void)
 	CHECK(probes > 10000 && differ == 0, "%zu of %zu function starts differ", differ, probes);
 }
 
+/* A sink that keeps what it is handed, to compare with a whole build. */
+struct collect {
+	struct bpfs_unwind_row *rows;
+	size_t nr, calls;
+	bool out_of_order;
+};
+
+static int collect_rows(void *ctx, size_t at, const struct bpfs_unwind_row *rows, size_t n)
+{
+	struct collect *c = ctx;
+	struct bpfs_unwind_row *m = realloc(c->rows, (at + n) * sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	c->out_of_order |= at != c->nr;
+	memcpy(m + at, rows, n * sizeof(*m));
+	c->rows = m;
+	c->nr = at + n;
+	c->calls++;
+	return 0;
+}
+
+static int refuse_rows(void *ctx, size_t at, const struct bpfs_unwind_row *rows, size_t n)
+{
+	return -EIO;
+}
+
+/* ehframe__load_sink hands on the very rows of a whole build, in order, a
+ * chunk at a time, holding no more than a chunk; counting alone gives
+ * their number; a sink's error ends the build. */
+static void test_streamed(void)
+{
+	const char *path = "/lib/x86_64-linux-gnu/libc.so.6";
+	struct collect c = {};
+	struct ehframe_sink sink = { .fn = collect_rows, .ctx = &c, .chunk = 1000 };
+	struct ehframe *whole = NULL, *streamed = NULL, *counted = NULL;
+	const struct bpfs_unwind_row *r;
+	struct ehframe_stats st, stc;
+	size_t nr, kept;
+
+	CHECK(!ehframe__load(path, &whole), "whole");
+	CHECK(!ehframe__load_sink(path, &sink, &streamed), "streamed");
+	if (!whole || !streamed)
+		return;
+	r = ehframe__rows(whole, &nr);
+	ehframe__rows(streamed, &kept);
+	ehframe__stats(streamed, &st);
+	CHECK(nr > 10000 && c.nr == nr && st.rows == nr && !c.out_of_order,
+	      "%zu rows handed on (stats %zu), %zu whole", c.nr, st.rows, nr);
+	CHECK(c.nr == nr && !memcmp(c.rows, r, nr * sizeof(*r)), "the same rows");
+	CHECK(kept == 0 && c.calls >= nr / 1000 &&
+	      ehframe__mem_bytes(streamed) < ehframe__mem_bytes(whole) / 4,
+	      "%zu calls; %zu bytes held streamed, %zu whole", c.calls,
+	      ehframe__mem_bytes(streamed), ehframe__mem_bytes(whole));
+	sink.fn = NULL;
+	CHECK(!ehframe__load_sink(path, &sink, &counted), "counted");
+	if (counted) {
+		ehframe__stats(counted, &stc);
+		CHECK(stc.rows == nr, "counted %zu of %zu", stc.rows, nr);
+	}
+	ehframe__free(counted);
+	ehframe__free(streamed);
+	streamed = NULL;
+	sink.fn = collect_rows;
+	sink.chunk = 0;
+	CHECK(ehframe__load_sink(path, &sink, &streamed) == -EINVAL, "a chunk of 0 refused");
+	sink = (struct ehframe_sink){ .fn = refuse_rows, .chunk = 1000 };
+	CHECK(ehframe__load_sink(path, &sink, &streamed) == -EIO, "a sink's error ends it");
+	ehframe__free(whole);
+	free(c.rows);
+}
+
 int main(void)
 {
 	RUN(test_fixture_rows);
@@ -605,6 +677,7 @@ int main(void)
 	RUN(test_libc_rows);
 	RUN(test_direct_same_as_libdw);
 	RUN(test_funcs_only);
+	RUN(test_streamed);
 	RUN(test_bad_input);
 	RUN(test_cancel);
 	UNIT_EXIT();
