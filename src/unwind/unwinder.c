@@ -356,9 +356,20 @@ static int write_chunk(void *ctx, size_t at, const struct bpfs_unwind_row *rows,
 	return rows_write(to->u, to->first + at, rows, n) ? -errno : 0;
 }
 
+/* Whether .eh_frame alone makes the table: it covers half the code or
+ * more (libLLVM's covers 49%), or no debug file has a .debug_frame for
+ * the rest (load_cfi's choice). */
+static bool eh_enough(struct unwinder *u, const char *path, const char *name,
+		      const struct ehframe_stats *st)
+{
+	char dbg[4096];
+
+	return st->eh_bytes * 2 >= st->code_bytes ||
+	       debuginfo__find(path, name, u->o.dbg, ".debug_frame", dbg, sizeof(dbg)) != 0;
+}
+
 /* The streamed build; -EAGAIN: the file wants the whole build (a
- * .debug_frame, or too little .eh_frame: load_cfi may look for a debug
- * file), or is too small to stream. */
+ * .debug_frame, or a debug file's to add), or is too small to stream. */
 static int load_streamed(struct unwinder *u, struct table *t, const char *path, const char *name)
 {
 	struct stream_to to = { .u = u };
@@ -375,7 +386,7 @@ static int load_streamed(struct unwinder *u, struct table *t, const char *path, 
 		return err == -ECANCELED ? err : -EAGAIN;
 	ehframe__stats(eh, &st);
 	ehframe__free(eh);
-	if (st.has_debug_frame || st.eh_bytes * 2 < st.code_bytes || !st.rows)
+	if (st.has_debug_frame || !st.rows || !eh_enough(u, path, name, &st))
 		return -EAGAIN;
 	to.nr = st.rows;
 	to.first = alloc_table_rows(u, to.nr, name);
