@@ -18,7 +18,9 @@ struct rawsym {
 	uint64_t addr;
 	uint64_t size;	  /* st_size; 0 for much hand-written asm */
 	uint64_t scn_end; /* end of the symbol's section, or UINT64_MAX */
-	const char *name; /* in the build's own arena */
+	const char *name; /* in the file's string table, read by libelf: valid
+			   * until the file is closed; not terminated at len */
+	uint32_t len;	  /* of the name as kept (see abi_len()) */
 	unsigned char bind;
 	bool from_symtab;
 };
@@ -214,31 +216,27 @@ static uint64_t section_end(Elf *elf, const GElf_Sym *s)
 /* Go's linker names an assembly function's ELF symbol with its ABI
  * ("runtime.goexit.abi0"); the Go table, Go's own pprof and delve do not:
  * without it, a stripped build (named from its table) and the unstripped
- * one read the same. */
-static void drop_abi_suffix(char *name)
+ * one read the same. The name's length without it. */
+static size_t abi_len(const char *name, size_t n)
 {
-	size_t n = strlen(name);
-
-	if (n > 5 && !strcmp(name + n - 5, ".abi0"))
-		name[n - 5] = '\0';
+	return n > 5 && !strcmp(name + n - 5, ".abi0") ? n - 5 : n;
 }
 
 /* The table while it is built: every function symbol of both tables,
- * aliases and duplicates included, and their names. */
+ * aliases and duplicates included. Their names stay where libelf read
+ * them (libLLVM's are 3.4 MB: no second copy while the table is built). */
 struct build {
-	struct rawsym *syms;
+	struct rawsym *syms; /* NULL: the first pass, which only counts */
 	size_t nr;
-	char *names; /* NULL: the first pass, which only counts */
-	size_t names_len;
 };
 
-/* Counts (b->names == NULL) or collects the function symbols of one
+/* Counts (b->syms == NULL) or collects the function symbols of one
  * symbol table section. */
 static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct symtab *st,
 			   struct build *b)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0, found = 0;
+	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0, found = 0, len;
 
 	for (size_t i = 0; data && i < n; i++) {
 		GElf_Sym s;
@@ -252,27 +250,23 @@ static size_t scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct s
 		    !s.st_value)
 			continue;
 		name = elf_strptr(elf, sh->sh_link, s.st_name);
-		if (!name || !*name)
+		len = name ? strlen(name) : 0;
+		if (!len || len > UINT32_MAX)
 			continue;
 		found++;
 		if (sh->sh_type == SHT_SYMTAB)
 			st->has_symtab = true;
-		if (!b->names) {
-			b->names_len += strlen(name) + 1;
+		if (!b->syms)
 			continue;
-		}
 		b->syms[b->nr++] = (struct rawsym){
 			.addr = s.st_value,
 			.size = s.st_size,
 			.scn_end = section_end(elf, &s),
-			.name = b->names + b->names_len,
+			.name = name,
+			.len = st->go ? abi_len(name, len) : len,
 			.bind = GELF_ST_BIND(s.st_info),
 			.from_symtab = sh->sh_type == SHT_SYMTAB,
 		};
-		strcpy(b->names + b->names_len, name);
-		if (st->go)
-			drop_abi_suffix(b->names + b->names_len);
-		b->names_len += strlen(name) + 1;
 	}
 	return found;
 }
@@ -313,11 +307,11 @@ static int cmp_sym(const void *a, const void *b)
 		return x->from_symtab ? -1 : 1;
 	if (bind_rank(x->bind) != bind_rank(y->bind))
 		return bind_rank(x->bind) - bind_rank(y->bind);
-	lx = strlen(x->name);
-	ly = strlen(y->name);
+	lx = x->len;
+	ly = y->len;
 	if (lx != ly)
 		return lx < ly ? -1 : 1;
-	return strcmp(x->name, y->name);
+	return memcmp(x->name, y->name, lx);
 }
 
 /* A sized symbol ends where it says: an address past it (padding, or code of
@@ -358,7 +352,7 @@ static int keep_symbols(struct symtab *st, const struct build *b, size_t k)
 	size_t len = 0;
 
 	for (size_t i = 0; i < k; i++)
-		len += strlen(b->syms[i].name) + 1;
+		len += b->syms[i].len + 1;
 	if (len > UINT32_MAX)
 		return -E2BIG;
 	st->syms = calloc(k ? k : 1, sizeof(*st->syms));
@@ -367,15 +361,15 @@ static int keep_symbols(struct symtab *st, const struct build *b, size_t k)
 		return -ENOMEM;
 	for (size_t i = 0; i < k; i++) {
 		const struct rawsym *r = &b->syms[i];
-		size_t n = strlen(r->name) + 1;
 
 		st->syms[i] = (struct sym){
 			.addr = r->addr,
 			.len = sym_len(r, i + 1 < k ? b->syms[i + 1].addr : UINT64_MAX),
 			.name = (uint32_t)st->names_len,
 		};
-		memcpy(st->names + st->names_len, r->name, n);
-		st->names_len += n;
+		memcpy(st->names + st->names_len, r->name, r->len);
+		st->names[st->names_len + r->len] = '\0';
+		st->names_len += r->len + 1;
 	}
 	st->nr = k;
 	return 0;
@@ -387,17 +381,14 @@ static int read_symbols(Elf *elf, struct symtab *st)
 	size_t n;
 	int err = -ENOMEM;
 
-	n = scan_all(elf, st, &b); /* first pass: sizes */
-	b.names = malloc(b.names_len ? b.names_len : 1);
+	n = scan_all(elf, st, &b); /* first pass: how many */
 	b.syms = calloc(n ? n : 1, sizeof(*b.syms));
-	if (b.names && b.syms) {
-		b.names_len = 0;
+	if (b.syms) {
 		scan_all(elf, st, &b);
 		qsort(b.syms, b.nr, sizeof(*b.syms), cmp_sym);
 		err = keep_symbols(st, &b, fold_aliases(&b));
 	}
 	free(b.syms);
-	free(b.names);
 	return err;
 }
 
