@@ -1346,9 +1346,9 @@ static __always_inline bool get_user_stack_compat(struct bpf_perf_event_data *ct
  * its frames end every chain so; main's frame record is 272 bytes below
  * glibc 2.36's initial stack). */
 #define START_FRAMES_SPAN 512
-static __always_inline bool fp_chain_cut(const struct ustack *st, __u32 frames, bool main_thread)
+static __always_inline bool fp_chain_cut(struct task_struct *task, const struct ustack *st,
+					 __u32 frames, bool main_thread)
 {
-	struct task_struct *task = (void *)bpf_get_current_task();
 	__u64 top;
 
 	if (st->fault || st->limited || st->nr >= frames)
@@ -1368,6 +1368,7 @@ static __always_inline bool fp_chain_cut(const struct ustack *st, __u32 frames, 
  * unwind info": on this kernel there are no tables to go on with).
  */
 static __always_inline bool take_user_stack_compat(struct bpf_perf_event_data *ctx,
+						   struct task_struct *task,
 						   struct bpfs_stack *seg,
 						   struct bpfs_count_key *key)
 {
@@ -1378,14 +1379,14 @@ static __always_inline bool take_user_stack_compat(struct bpf_perf_event_data *c
 	key->flags |= BPFS_F_USTACK_UNCHECKED;
 	w.st = bpf_map_lookup_elem(&uscratch, &zero);
 	w.win = bpf_map_lookup_elem(&uwindow, &zero);
-	if (!w.st || !w.win || (!(CTX_REG(ctx, cs) & 3) &&
-				!user_regs_compat((void *)bpf_get_current_task(), &ip, &bp, &sp)))
+	if (!w.st || !w.win ||
+	    (!(CTX_REG(ctx, cs) & 3) && !user_regs_compat(task, &ip, &bp, &sp)))
 		return get_user_stack_compat(ctx, seg, key, frames);
 	walk_from(w.st, ip, bp, sp, frames);
 	for (int i = 0; i < BPFS_SEG_FRAMES; i++)
 		if (walk_step(&w, false))
 			break;
-	if (mark_fp_cuts && fp_chain_cut(w.st, frames, key->pid == key->tid))
+	if (mark_fp_cuts && fp_chain_cut(task, w.st, frames, key->pid == key->tid))
 		w.st->reason |= BPFS_F_USTACK_NOINFO;
 	user_walk_marks(w.st, &key->flags);
 	nr = w.st->nr;
@@ -1460,7 +1461,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 ev, con
 	if (!TASK_MM(task, compat)) {
 		key.flags |= BPFS_F_KTHREAD; /* kernel thread: no user stack */
 	} else if (collect_user) {
-		user_ok = compat ? take_user_stack_compat(ctx, seg, &key)
+		user_ok = compat ? take_user_stack_compat(ctx, task, seg, &key)
 				 : take_user_stack(ctx, seg, &key);
 		if (!user_ok)
 			return 0;

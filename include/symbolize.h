@@ -37,6 +37,7 @@ struct symbolizer_stats {
 	uint64_t mappings;	/* executable mappings followed as made */
 	uint64_t mappings_unopened; /* of which the file could not be read */
 	uint64_t reread_after_loss; /* maps re-read as side-band records were lost */
+	uint64_t empty_reads;	/* maps read with no executable mapping yet */
 	uint64_t procs_live;	/* processes known now */
 	uint64_t procs_released; /* forgotten after they exited */
 	uint64_t files_held;	/* files held now */

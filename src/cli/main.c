@@ -761,16 +761,16 @@ static void print_unwind(const struct run *r)
 	fprintf(stderr, "  unwind tables: %llu files (%llu from .debug_frame, %llu of them in "
 		"debug files; %llu without .eh_frame or .debug_frame, %llu did not fit), %llu "
 		"rows = %.1f MiB of %.1f MiB (peak %.1f), built in %.0f ms (%llu streamed); "
-		"%llu processes, "
-		"%llu tables released, %llu kept for reuse (%llu rows), %llu reused, %llu "
-		"evicted\n",
+		"%llu processes, %llu tables released, %llu kept for reuse (%llu rows), %llu "
+		"reused, %llu evicted\n",
 		(unsigned long long)us.built, (unsigned long long)us.debug_frame,
 		(unsigned long long)us.debug_files, (unsigned long long)us.no_table,
 		(unsigned long long)us.full, (unsigned long long)us.rows,
 		us.rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
 		us.max_rows * sizeof(struct bpfs_unwind_row) / 1048576.0,
 		us.rows_peak * sizeof(struct bpfs_unwind_row) / 1048576.0, us.build_ns / 1e6,
-		(unsigned long long)us.streamed, (unsigned long long)us.processes, (unsigned long long)us.released,
+		(unsigned long long)us.streamed, (unsigned long long)us.processes,
+		(unsigned long long)us.released,
 		(unsigned long long)us.idle, (unsigned long long)us.idle_rows,
 		(unsigned long long)us.reused, (unsigned long long)us.evicted);
 	if (us.abandoned)
@@ -819,12 +819,12 @@ static void print_summary(const struct run *r)
 
 		symbolizer__stats(r->sym, &ys);
 		fprintf(stderr, "  symbols: user %llu/%llu frames named, kernel %llu/%llu; %llu "
-			"processes' mappings read, %llu executable mappings followed (%llu "
-			"files unreadable)\n",
+			"processes' mappings read (%llu reads found none yet: read again), "
+			"%llu executable mappings followed (%llu files unreadable)\n",
 			(unsigned long long)ys.user_named, (unsigned long long)ys.user_frames,
 			(unsigned long long)ys.kernel_named, (unsigned long long)ys.kernel_frames,
-			(unsigned long long)ys.processes, (unsigned long long)ys.mappings,
-			(unsigned long long)ys.mappings_unopened);
+			(unsigned long long)ys.processes, (unsigned long long)ys.empty_reads,
+			(unsigned long long)ys.mappings, (unsigned long long)ys.mappings_unopened);
 		fprintf(stderr, "  symbol cache: %llu files (%llu unreadable), %llu symbol tables "
 			"parsed (%llu from debug files), %llu files shared a build-ID's, %.1f MB\n",
 			(unsigned long long)ys.files,

@@ -73,6 +73,7 @@ struct addrspace {
 	struct vec announced;  /* pids to read at once (int) */
 	struct vec retry;      /* pids to read again, not yet mapped (int) */
 	procmaps_load_fn load; /* procmaps__load, or a test's */
+	int self;	       /* our pid: never read as a parent */
 	struct filecache *fc;
 	bool tracking;	       /* mappings followed as made */
 	addrspace_maps_fn on_maps;
@@ -116,6 +117,7 @@ int addrspace__new(struct filecache *fc, struct addrspace **out)
 	as->announced = VEC_INIT(int);
 	as->retry = VEC_INIT(int);
 	as->load = procmaps__load;
+	as->self = getpid();
 	as->procs = hashmap__new(hashmap__hash_int, hashmap__equal_int);
 	if (!as->procs) {
 		free(as);
@@ -336,7 +338,6 @@ static void load_maps(struct addrspace *as, struct proc *p)
 		p_dbg("pid %d: maps unreadable: %s", p->pid, strerror(-err));
 		return; /* gone: keep what we had */
 	}
-	if (getenv("X_EMPTY") && !p->reads && !p->empty) pm->nr = 0;
 	if (!pm->nr) {
 		procmaps__free(pm);
 		retry_later(as, p);
@@ -427,7 +428,7 @@ void addrspace__note_process(struct addrspace *as, int pid, int ppid, uint64_t m
 	 * code only between fork and exec. */
 	if (ppid > 0 && ppid != pid) {
 		p->ppid = ppid;
-		if (ppid != getpid() && !find_proc(as, ppid))
+		if (ppid != as->self && !find_proc(as, ppid))
 			addrspace__note_process(as, ppid, 0, 0, comm);
 	}
 }

@@ -435,6 +435,7 @@ void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ou
 		.mappings = as.mappings,
 		.mappings_unopened = as.mappings_unopened,
 		.reread_after_loss = as.reread_after_loss,
+		.empty_reads = as.empty_reads,
 		.procs_live = as.live,
 		.procs_released = as.released,
 		.files_held = fs.held,

@@ -295,7 +295,7 @@ static bool evict_idle(struct unwinder *u)
 }
 
 /* Rows for a table of nr rows, evicting kept tables to make room;
- * UINT32_MAX when they do not fit (said once). */
+ * UINT32_MAX when they do not fit (said once, counted as full). */
 static uint32_t alloc_table_rows(struct unwinder *u, size_t nr, const char *name)
 {
 	uint32_t first = nr && nr <= u->o.max_rows ? rows_alloc(u, nr) : UINT32_MAX;
@@ -309,21 +309,33 @@ static uint32_t alloc_table_rows(struct unwinder *u, size_t nr, const char *name
 }
 
 /* t's rows are [first, first + nr), written: t takes them, and eh's
- * segments. Returns 0, or -errno with the rows given back. */
-static int take_rows(struct unwinder *u, struct table *t, const struct ehframe *eh,
-		     uint32_t first, size_t nr)
+ * segments. Returns 0 or -ENOMEM (the rows are still the caller's). */
+static int take_rows(struct table *t, const struct ehframe *eh, uint32_t first, size_t nr)
 {
 	const struct ehframe_seg *segs = ehframe__segs(eh, &t->nr_segs);
 
 	t->segs = malloc(t->nr_segs * sizeof(*segs));
-	if (!t->segs && t->nr_segs) {
-		rows_free(u, first, nr);
+	if (!t->segs && t->nr_segs)
 		return -ENOMEM;
-	}
 	memcpy(t->segs, segs, t->nr_segs * sizeof(*segs));
 	t->first = first;
 	t->nr = nr;
 	return 0;
+}
+
+/* A table built but not placed (rows unwritable, a second build that
+ * disagreed with the first, no memory for its segments): said, as the
+ * full array is; load_table neither counts it as a file without one. */
+#define ERR_SAID (-EALREADY)
+
+static int not_placed(struct unwinder *u, const char *name, uint32_t first, size_t nr, int err)
+{
+	rows_free(u, first, nr);
+	if (err == -ECANCELED)
+		return err;
+	p_warn("%s: cannot place its unwind table: %s; walked by frame pointers", name,
+	       strerror(-err));
+	return ERR_SAID;
 }
 
 /* Tables of files this large are built twice, streamed: rows counted,
@@ -391,19 +403,18 @@ static int load_streamed(struct unwinder *u, struct table *t, const char *path, 
 	to.nr = st.rows;
 	to.first = alloc_table_rows(u, to.nr, name);
 	if (to.first == UINT32_MAX)
-		return -ENOSPC;
+		return ERR_SAID;
 	sink = (struct ehframe_sink){ .fn = write_chunk, .ctx = &to, .chunk = STREAM_CHUNK };
 	err = ehframe__load_sink(path, &sink, &eh);
 	if (!err) {
 		ehframe__stats(eh, &st);
-		err = st.rows == to.nr ? take_rows(u, t, eh, to.first, to.nr) : -EIO;
+		err = st.rows == to.nr ? take_rows(t, eh, to.first, to.nr) : -EIO;
 		ehframe__free(eh);
 	}
-	if (err && err != -ENOMEM)
-		rows_free(u, to.first, to.nr); /* take_rows gave them back on ENOMEM */
-	if (!err)
-		p_dbg("%s: unwind table of %zu rows at %u, streamed", name, to.nr, to.first);
-	return err;
+	if (err)
+		return not_placed(u, name, to.first, to.nr, err);
+	p_dbg("%s: unwind table of %zu rows at %u, streamed", name, to.nr, to.first);
+	return 0;
 }
 
 /* The whole build: every row in memory, then written; *st its stats. */
@@ -423,20 +434,16 @@ static int load_whole(struct unwinder *u, struct table *t, const char *path, con
 	first = alloc_table_rows(u, nr, name);
 	if (first == UINT32_MAX) {
 		ehframe__free(eh);
-		return -ENOSPC;
+		return ERR_SAID;
 	}
 	/* the BPF side reads them once a process entry points here */
-	err = rows_write(u, first, rows, nr) ? -errno : 0;
-	if (err)
-		rows_free(u, first, nr);
-	else
-		err = take_rows(u, t, eh, first, nr);
+	err = rows_write(u, first, rows, nr) ? -errno : take_rows(t, eh, first, nr);
 	if (!err) {
 		ehframe__stats(eh, st);
 		p_dbg("%s: unwind table of %zu rows at %u", name, nr, first);
 	}
 	ehframe__free(eh);
-	return err;
+	return err ? not_placed(u, name, first, nr, err) : 0;
 }
 
 /* Builds the table of the file at path into the rows array. */
@@ -456,8 +463,8 @@ static void load_table(struct unwinder *u, struct table *t, const char *path, co
 		u->stats.abandoned++;
 		return;
 	}
-	if (err == -ENOSPC)
-		return; /* said once by alloc_table_rows */
+	if (err == ERR_SAID)
+		return;
 	if (err) {
 		p_dbg("%s: no unwind table: %s", name, strerror(-err));
 		u->stats.no_table++;
