@@ -19,7 +19,10 @@ struct wallclock;
 
 struct wallclock_thread {
 	uint32_t pid, tid;
-	char comm[17];
+	char comm[17];	 /* of its largest sample: a thread named after it
+			  * starts (pthread_setname_np) has its first
+			  * samples under its creator's name */
+	uint64_t comm_ns;
 	uint64_t on_ns, off_ns;
 };
 

@@ -61,7 +61,6 @@ static struct wallclock_thread *thread_of(struct wallclock *w, const struct prof
 	memset(t, 0, sizeof(*t));
 	t->pid = s->pid;
 	t->tid = s->tid;
-	snprintf(t->comm, sizeof(t->comm), "%s", profile__str(p, s->comm));
 	if (hashmap__set(w->by_tid, key, (void *)(uintptr_t)(w->nr + 1), NULL))
 		return NULL;
 	return &w->v[w->nr++];
@@ -94,6 +93,10 @@ int wallclock__add(struct wallclock *w, const struct profile *p, bool offcpu)
 		t = thread_of(w, p, s);
 		if (!t)
 			return -ENOMEM;
+		if ((uint64_t)v > t->comm_ns) {
+			snprintf(t->comm, sizeof(t->comm), "%s", profile__str(p, s->comm));
+			t->comm_ns = v;
+		}
 		*(offcpu ? &t->off_ns : &t->on_ns) += v;
 		w->sorted = false;
 	}

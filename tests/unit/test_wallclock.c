@@ -105,9 +105,46 @@ static void test_print(void)
 	profile__free(p);
 }
 
+/* A thread that names itself after it starts (pthread_setname_np): its
+ * first, short samples carry its creator's name, the rest its own. The
+ * row takes the name of its largest sample, whichever came first. */
+static void test_renamed_thread(void)
+{
+	static const char *const names[] = { "offwait", "napper", "offwait" };
+	static const int64_t ns[] = { 10, 4000, 20 };
+	struct profile *p;
+	const struct wallclock_thread *t;
+	struct wallclock *w;
+	uint32_t loc;
+	size_t nr;
+
+	CHECK(profile__new(&(struct profile_opts){ 0 }, &p) == 0, "new");
+	profile__add_type(p, "samples", "count");
+	profile__add_type(p, "offcpu", "nanoseconds");
+	loc = profile__add_location(p, &(struct pf_location){
+		.address = 0x1000, .function = profile__add_function(p, "f", NULL) });
+	for (size_t i = 0; i < 3; i++) {
+		struct pf_sample s = { .pid = 7, .tid = 8, .stack = profile__add_stack(p, &loc, 1),
+				       .comm = profile__intern(p, names[i]) };
+
+		s.values[0] = 1;
+		s.values[1] = ns[i];
+		CHECK(profile__add_sample(p, &s) == 0, "sample");
+	}
+	CHECK(wallclock__new(&w) == 0, "new");
+	CHECK(wallclock__add(w, p, true) == 0, "add");
+	t = wallclock__threads(w, &nr);
+	CHECK(nr == 1 && !strcmp(t[0].comm, "napper") && t[0].off_ns == 4030,
+	      "one row, named napper: %s, %llu ns", nr ? t[0].comm : "-",
+	      nr ? (unsigned long long)t[0].off_ns : 0ULL);
+	wallclock__free(w);
+	profile__free(p);
+}
+
 int main(void)
 {
 	RUN(test_sums);
+	RUN(test_renamed_thread);
 	RUN(test_not_ns);
 	RUN(test_print);
 	UNIT_EXIT();
