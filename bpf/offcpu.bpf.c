@@ -8,7 +8,7 @@
  * index, as the CPU profile counts its samples (stream mode: one sample
  * record per block, stamped with its start). A block still open at the end
  * is counted by the loader up to the end; threads off the CPU when the run
- * begins are found by a task iterator, with the kernel stack they sleep in.
+ * begins are found by a task iterator, with the stacks they sleep in.
  *
  * The sampler's code is included for its maps and helpers, none of its
  * programs; the loader hands this object the sampler's maps by fd
@@ -139,7 +139,8 @@ static __always_inline __u32 task_state(struct task_struct *t)
 }
 
 /* The current thread's user stack, from the registers it entered the
- * kernel with: it is switching out, so it is in the kernel. */
+ * kernel with: it is switching out, so it is in the kernel. CPython's
+ * frames as in a sample (the thread is current: its memory is readable). */
 static __always_inline void off_user_stack(struct task_struct *task, struct bpfs_stack *seg,
 					   struct bpfs_count_key *key)
 {
@@ -154,8 +155,11 @@ static __always_inline void off_user_stack(struct task_struct *task, struct bpfs
 	if (!st || !w.win)
 		return;
 	w.st = st;
+	w.py = python_begin(key->pid, &w.pyc);
 	walk_from(st, regs->ip, regs->bp, regs->sp, max_depth);
-	user_walk(&w, proc, false);
+	user_walk(&w, proc, URD_IRQ);
+	if (w.py)
+		python_tail(st, w.py, w.pyc);
 	user_walk_unchecked(st, proc);
 	user_walk_marks(st, &key->flags);
 	key->ustack_id = store_walk(st, seg, 0, true);
@@ -376,56 +380,96 @@ int BPF_PROG(off_switch_raw, bool preempt, struct task_struct *prev, struct task
 	return 0;
 }
 
-/*
- * Run once by the loader once the tracepoint is attached: every selected
- * thread off the CPU now gets a start at this moment, with the kernel stack
- * it sleeps in (bpf_get_task_stack reads a sleeping task's saved stack).
- * Its user stack is another process's memory, which this program cannot
- * read: the block is marked BPFS_F_OFF_BEFORE. A start the tracepoint
- * recorded meanwhile is kept (BPF_NOEXIST).
- */
-SEC("iter/task")
-int off_before(struct bpf_iter__task *ctx)
+/* A blocked thread's user stack, from the registers it entered the kernel
+ * with, read from its own memory (bpf_copy_from_user_task): the walk of
+ * the interrupt, without CPython's frames (python.bpf.h reads only the
+ * current thread's memory). */
+static __always_inline void before_user_stack(struct task_struct *task, struct taskwalk *tw,
+					      struct bpfs_count_key *key)
 {
-	struct task_struct *task = ctx->task;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct walk w = { .st = &tw->st, .win = &tw->win, .task = task };
+	const struct bpfs_unwind_proc *proc = unwind_proc(key->pid);
+
+	walk_from(&tw->st, regs->ip, regs->bp, regs->sp, max_depth);
+	user_walk(&w, proc, URD_TASK);
+	user_walk_unchecked(&tw->st, proc);
+	user_walk_marks(&tw->st, &key->flags);
+	key->ustack_id = store_walk(&tw->st, &tw->seg, SEG_SRC_TASKWALK, true);
+}
+
+/*
+ * A thread found off the CPU by the loader's task iterator right after the
+ * tracepoint is attached: a start at this moment, with the kernel stack it
+ * sleeps in (bpf_get_task_stack reads a sleeping task's saved stack) and,
+ * from the sleepable iterator, its user stack. The scratch is taskwalk's:
+ * an iterator runs preemptible, and the tracepoint may run on its CPU
+ * meanwhile. A start the tracepoint recorded meanwhile is kept
+ * (BPF_NOEXIST).
+ */
+static __always_inline void before_start(struct task_struct *task, const bool user)
+{
 	struct bpfs_count_key key = {};
 	struct bpfs_off_start s;
-	struct bpfs_stack *seg;
+	struct taskwalk *tw;
 	__u32 zero = 0, tid, state;
 	long n, err;
 
-	if (!task)
-		return 0;
 	tid = task->pid;
 	if (!tid || task->on_cpu || task->exit_state)
-		return 0;
+		return;
 	state = task_state(task);
 	if ((state & TASK_DEAD) || !selected(task->tgid, tid))
-		return 0;
-	seg = bpf_map_lookup_elem(&segscratch, &zero);
-	if (!seg)
-		return 0;
+		return;
+	tw = bpf_map_lookup_elem(&taskwalk, &zero);
+	if (!tw)
+		return;
 	key.pid = task->tgid;
 	key.tid = tid;
 	key.flags = BPFS_F_OFF_BEFORE |
 		    (state == TASK_RUNNING ? BPFS_F_OFF_PREEMPTED : BPFS_F_OFF_WAIT);
-	if (!task->mm)
-		key.flags |= BPFS_F_KTHREAD;
 	bpf_probe_read_kernel(key.comm, sizeof(key.comm), task->comm);
 	if (track_maps)
 		key.map_gen = map_gen_of(key.pid);
-	n = collect_kernel ? bpf_get_task_stack(task, seg->ips, sizeof(seg->ips), 0) : 0;
+	n = collect_kernel ? bpf_get_task_stack(task, tw->seg.ips, sizeof(tw->seg.ips), 0) : 0;
 	if (n > 0) {
-		seg->nr = n / sizeof(__u64);
-		seg->parent = 0;
-		key.kstack_id = store_segment(0, 0x6b, true); /* seg is segscratch's */
+		tw->seg.nr = n / sizeof(__u64);
+		tw->seg.parent = 0;
+		key.kstack_id = store_segment(SEG_SRC_TASKWALK, 0x6b, true);
 	}
+	if (!task->mm)
+		key.flags |= BPFS_F_KTHREAD;
+	else if (user && collect_user)
+		before_user_stack(task, tw, &key);
+	else
+		key.flags |= BPFS_F_OFF_NOUSER;
 	start_from_key(&s, &key, bpf_ktime_get_ns());
 	err = bpf_map_update_elem(&offstart, &tid, &s, BPF_NOEXIST);
 	if (!err)
 		off_add(BPFS_OFF_BEFORE, 1);
 	else if (err != -EEXIST) /* EEXIST: the tracepoint has its start */
 		off_add(BPFS_OFF_BEFORE_LOST, 1);
+}
+
+/* Sleepable (5.18's bpf_copy_from_user_task): with the user stack. */
+SEC("iter.s/task")
+int off_before_user(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+
+	if (task)
+		before_start(task, true);
+	return 0;
+}
+
+/* The fallback where that cannot load: the user stack is not taken. */
+SEC("iter/task")
+int off_before(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+
+	if (task)
+		before_start(task, false);
 	return 0;
 }
 

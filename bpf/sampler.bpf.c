@@ -297,6 +297,27 @@ struct ucompletion {
 	struct bpfs_stack seg;
 };
 
+/* The scratch of a walk run by a task iterator that the loader reads (the
+ * off-CPU unit's threads blocked before the run): such a program runs
+ * preemptible, so per-CPU scratch could be rewritten under it by the
+ * scheduler's path on its CPU. One: the loader reads such an iterator from
+ * one thread, once at a time. */
+struct taskwalk {
+	struct ustack st;
+	struct uwin win;
+	struct bpfs_stack seg;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct taskwalk);
+} taskwalk SEC(".maps");
+
+/* store_segment's source for the taskwalk's segment (tids are below it) */
+#define SEG_SRC_TASKWALK 0xffffffffu
+
 /* LRU: entries are never deleted (the callback runs from its own entry);
  * the least recently sampled threads make room. Sized by the loader. */
 struct {
@@ -709,18 +730,32 @@ static __always_inline void seg_loss(__u32 which, bool in_sample)
  * function's pointer argument as the value of a map update, and 5.10 takes
  * no pointer argument but the context in a global function at all.
  */
-/* The segment to store: this CPU's scratch (src 0), or the one of the
- * completion of thread src, which runs in task context where per-CPU
- * scratch would be shared with whatever runs next on the CPU. */
+/* The segment to store: this CPU's scratch (src 0), the task iterator's
+ * (SEG_SRC_TASKWALK), or the one of the completion of thread src, which
+ * runs in task context where per-CPU scratch would be shared with whatever
+ * runs next on the CPU. */
 static __always_inline const struct bpfs_stack *seg_source(__u32 src)
 {
 	struct ucompletion *cw;
+	struct taskwalk *tw;
 	__u32 zero = 0;
 
 	if (!src)
 		return bpf_map_lookup_elem(&segscratch, &zero);
+	/* barrier_var: else clang adds the offset before the NULL test, which
+	 * the verifier refuses */
+	if (src == SEG_SRC_TASKWALK) {
+		tw = bpf_map_lookup_elem(&taskwalk, &zero);
+		if (!tw)
+			return NULL;
+		barrier_var(tw);
+		return &tw->seg;
+	}
 	cw = bpf_map_lookup_elem(&completions, &src);
-	return cw ? &cw->seg : NULL;
+	if (!cw)
+		return NULL;
+	barrier_var(cw);
+	return &cw->seg;
 }
 
 static __always_inline __u64 store_segment_in(__u32 src, __u64 seed, bool in_sample,
@@ -828,27 +863,16 @@ static __always_inline bool take_kernel_stack(void *ctx, struct bpfs_stack *s, _
  */
 #define MAX_STACK_SPAN (64ULL << 20)
 
-/* Reads the window at fp: the whole window when it is mapped, else just
- * the one frame (the window may run past the top of the stack). Returns the
- * number of words read, 0 on a fault. */
-static __always_inline __u32 read_window(struct uwin *win, __u64 fp)
-{
-	if (!bpf_probe_read_user(win->w, UWIN_WORDS * sizeof(__u64), (void *)fp))
-		return UWIN_WORDS;
-	if (!bpf_probe_read_user(win->w, 2 * sizeof(__u64), (void *)fp))
-		return 2;
-	return 0;
-}
-
-/* In task context (completion): reads that may fault pages in. */
-static __always_inline __u32 read_window_sleepable(struct uwin *win, __u64 fp)
-{
-	if (!bpf_copy_from_user(win->w, UWIN_WORDS * sizeof(__u64), (void *)fp))
-		return UWIN_WORDS;
-	if (!bpf_copy_from_user(win->w, 2 * sizeof(__u64), (void *)fp))
-		return 2;
-	return 0;
-}
+/* How a walk reads user memory: from the sampling interrupt, where a read
+ * must not fault; in the walked thread's own task context (a completion),
+ * where pages may fault in; or another thread's memory, from a sleepable
+ * task iterator run by the loader (bpf_copy_from_user_task, 5.18). A
+ * constant at each call site: the other readers compile away. */
+enum urd {
+	URD_IRQ,
+	URD_SELF,
+	URD_TASK,
+};
 
 /* A user stack walk's state for bpf_loop's callbacks: the tables and the
  * row cache are for the walk through unwind tables (unwind.bpf.h). */
@@ -859,12 +883,34 @@ struct walk {
 	struct urow_cache *cache;
 	const struct bpfs_py_proc *py; /* NULL: no CPython here (python.bpf.h) */
 	struct py_cursor *pyc;
+	struct task_struct *task; /* URD_TASK: the thread whose stack is walked */
 };
 
+static __always_inline long read_user(const struct walk *w, void *dst, __u32 size, __u64 addr,
+				      enum urd rd)
+{
+	if (rd == URD_TASK)
+		return bpf_copy_from_user_task(dst, size, (void *)addr, w->task, 0);
+	if (rd == URD_SELF)
+		return bpf_copy_from_user(dst, size, (void *)addr);
+	return bpf_probe_read_user(dst, size, (void *)addr);
+}
+
+/* Reads the window at fp: the whole window when it is mapped, else just
+ * the one frame (the window may run past the top of the stack). Returns the
+ * number of words read, 0 on a fault. */
+static __always_inline __u32 read_window(const struct walk *w, __u64 fp, enum urd rd)
+{
+	if (!read_user(w, w->win->w, UWIN_WORDS * sizeof(__u64), fp, rd))
+		return UWIN_WORDS;
+	if (!read_user(w, w->win->w, 2 * sizeof(__u64), fp, rd))
+		return 2;
+	return 0;
+}
+
 /* One frame per call, from bpf_loop: the verifier checks the body once
- * instead of once per unrolled iteration. Returns 1 to stop. sleepable: in
- * task context, where reads may fault pages in. */
-static __always_inline long walk_step(struct walk *w, bool sleepable)
+ * instead of once per unrolled iteration. Returns 1 to stop. */
+static __always_inline long walk_step(struct walk *w, enum urd rd)
 {
 	struct ustack *st = w->st;
 	__u32 nr = st->nr;
@@ -882,7 +928,7 @@ static __always_inline long walk_step(struct walk *w, bool sleepable)
 	if (!st->words || fp < st->base || off + 1 >= st->words) {
 		st->base = fp;
 		off = 0;
-		st->words = sleepable ? read_window_sleepable(w->win, fp) : read_window(w->win, fp);
+		st->words = read_window(w, fp, rd);
 		if (!st->words) {
 			st->fault = 1;
 			return 1;
@@ -910,20 +956,27 @@ static __always_inline long walk_step(struct walk *w, bool sleepable)
 /* Several frames per callback, as for hashing: fewer bpf_loop calls. */
 #define WALK_PER_CALL 4
 
-static long walk_frame(__u64 i, void *data)
+static __always_inline long walk_steps(void *data, enum urd rd)
 {
 	for (int k = 0; k < WALK_PER_CALL; k++)
-		if (walk_step(data, false))
+		if (walk_step(data, rd))
 			return 1;
 	return 0;
 }
 
+static long walk_frame(__u64 i, void *data)
+{
+	return walk_steps(data, URD_IRQ);
+}
+
 static long walk_frame_sleepable(__u64 i, void *data)
 {
-	for (int k = 0; k < WALK_PER_CALL; k++)
-		if (walk_step(data, true))
-			return 1;
-	return 0;
+	return walk_steps(data, URD_SELF);
+}
+
+static long walk_frame_task(__u64 i, void *data)
+{
+	return walk_steps(data, URD_TASK);
 }
 
 #include "python.bpf.h"
@@ -1023,7 +1076,7 @@ static int complete_walk(struct bpf_map *map, void *key, void *value)
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	walk_from(&cw->st, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, bp),
 		  BPF_CORE_READ(regs, sp), max_depth);
-	user_walk(&w, proc, true);
+	user_walk(&w, proc, URD_SELF);
 	if (!proc)
 		cw->st.reason |= BPFS_F_USTACK_UNCHECKED;
 	ring = this_ring();
@@ -1140,7 +1193,7 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 		/* direct BTF loads, not a helper call per field */
 		walk_from(st, regs->ip, regs->bp, regs->sp, use_task_work ? irq_depth : max_depth);
 	}
-	user_walk(&w, proc, false);
+	user_walk(&w, proc, URD_IRQ);
 	if (w.py)
 		python_tail(st, w.py, w.pyc);
 	if (CUT(4))
@@ -1384,7 +1437,7 @@ static __always_inline bool take_user_stack_compat(struct bpf_perf_event_data *c
 		return get_user_stack_compat(ctx, seg, key, frames);
 	walk_from(w.st, ip, bp, sp, frames);
 	for (int i = 0; i < BPFS_SEG_FRAMES; i++)
-		if (walk_step(&w, false))
+		if (walk_step(&w, URD_IRQ))
 			break;
 	if (mark_fp_cuts && fp_chain_cut(task, w.st, frames, key->pid == key->tid))
 		w.st->reason |= BPFS_F_USTACK_NOINFO;

@@ -233,25 +233,23 @@ __noinline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map 
  * stack memory read last when it holds it, else through a new window read
  * at addr (stacks are walked upwards, so one read serves several frames,
  * as in the frame-pointer walk). */
-static __always_inline bool unwind_read(struct ustack *st, struct uwin *win, __u64 *dst,
-					__u64 addr, bool sleepable)
+static __always_inline bool unwind_read(const struct walk *w, __u64 *dst, __u64 addr,
+					enum urd rd)
 {
+	struct ustack *st = w->st;
 	__u64 off;
 
-	if (addr & 7) {
-		if (sleepable)
-			return !bpf_copy_from_user(dst, sizeof(*dst), (void *)addr);
-		return !bpf_probe_read_user(dst, sizeof(*dst), (void *)addr);
-	}
+	if (addr & 7)
+		return !read_user(w, dst, sizeof(*dst), addr, rd);
 	off = (addr - st->base) / 8;
 	if (!st->words || addr < st->base || off >= st->words) {
 		st->base = addr;
 		off = 0;
-		st->words = sleepable ? read_window_sleepable(win, addr) : read_window(win, addr);
+		st->words = read_window(w, addr, rd);
 		if (!st->words)
 			return false;
 	}
-	*dst = win->w[off & (UWIN_WORDS - 1)];
+	*dst = w->win->w[off & (UWIN_WORDS - 1)];
 	return true;
 }
 
@@ -262,12 +260,13 @@ static __always_inline long unwind_stop(struct ustack *st, __u32 reason)
 	return 1;
 }
 
-/* One frame: from the registers of frame nr - 1 to its caller's. */
-static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
-					const struct bpfs_unwind_proc *proc,
-					struct urow_cache *cache, bool sleepable,
-					const struct bpfs_py_proc *py, struct py_cursor *pyc)
+/* One frame: from the registers of frame nr - 1 to its caller's. CPython's
+ * frames only from the interrupt (its reads are python.bpf.h's own). */
+static __always_inline long unwind_step(struct walk *w, enum urd rd)
 {
+	const struct bpfs_unwind_proc *proc = w->proc;
+	const struct bpfs_py_proc *py = rd == URD_IRQ ? w->py : NULL;
+	struct ustack *st = w->st;
 	__u32 nr = st->nr;
 	__u64 pc, look, sp = st->sp, bp = st->fp, cfa, ra = 0, nbp = bp;
 	const struct bpfs_unwind_map *m;
@@ -290,7 +289,7 @@ static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
 		/* the last row found still covers it (loops, recursion):
 		 * no call */
 		if (!(st->row_ok && look >= st->row_lo && look < st->row_hi) &&
-		    !unwind_find_row(st, m, look, cache))
+		    !unwind_find_row(st, m, look, w->cache))
 			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
 		switch (r->cfa_type) {
 		case BPFS_CFA_END:
@@ -309,12 +308,12 @@ static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
 		}
 		if (cfa <= sp || cfa - sp >= MAX_STACK_SPAN)
 			return unwind_stop(st, BPFS_F_USTACK_BADFRAME);
-		if (!unwind_read(st, win, &ra, cfa - 8, sleepable)) {
+		if (!unwind_read(w, &ra, cfa - 8, rd)) {
 			st->fault = 1;
 			return 1;
 		}
 		if (r->rbp_type == BPFS_RBP_CFA &&
-		    !unwind_read(st, win, &nbp, cfa + (__s64)r->rbp_off * 8, sleepable)) {
+		    !unwind_read(w, &nbp, cfa + (__s64)r->rbp_off * 8, rd)) {
 			st->fault = 1;
 			return 1;
 		}
@@ -326,8 +325,8 @@ static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
 			return 1; /* the chain's end, the ABI's way */
 		if (bp < sp || bp - sp >= MAX_STACK_SPAN || (bp & 7))
 			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
-		if (!unwind_read(st, win, &nbp, bp, sleepable) ||
-		    !unwind_read(st, win, &ra, bp + 8, sleepable)) {
+		if (!unwind_read(w, &nbp, bp, rd) ||
+		    !unwind_read(w, &ra, bp + 8, rd)) {
 			st->fault = 1;
 			return 1;
 		}
@@ -340,7 +339,7 @@ static __always_inline long unwind_step(struct ustack *st, struct uwin *win,
 		return unwind_stop(st, BPFS_F_USTACK_BADFRAME);
 	/* an evaluation frame of CPython: its Python frames take its place */
 	if (py && python_in_eval(py, look)) {
-		python_frames(st, py, pyc);
+		python_frames(st, py, w->pyc);
 		nr = st->nr;
 		if (nr >= max_depth || nr >= BPFS_MAX_USER_DEPTH)
 			return 1;
@@ -371,7 +370,7 @@ static long user_frame(__u64 i, void *data)
 	struct walk *w = data;
 
 	if (w->proc)
-		return unwind_step(w->st, w->win, w->proc, w->cache, false, w->py, w->pyc);
+		return unwind_step(w, URD_IRQ);
 	return walk_frame(i, data);
 }
 
@@ -380,22 +379,33 @@ static long user_frame_sleepable(__u64 i, void *data)
 	struct walk *w = data;
 
 	if (w->proc)
-		return unwind_step(w->st, w->win, w->proc, NULL, true, NULL, NULL);
+		return unwind_step(w, URD_SELF);
 	return walk_frame_sleepable(i, data);
 }
 
+static long user_frame_task(__u64 i, void *data)
+{
+	struct walk *w = data;
+
+	if (w->proc)
+		return unwind_step(w, URD_TASK);
+	return walk_frame_task(i, data);
+}
+
 /* Walks w->st (set up by walk_from) through the tables of proc, or through
- * frame pointers when proc is NULL. The row cache is the interrupt's only:
- * the sleepable completion does not use it, since an interrupt on its CPU
- * could rewrite a slot it is reading. */
+ * frame pointers when proc is NULL, reading as rd says. The row cache is
+ * the interrupt's only: a walk in task context does not use it, since an
+ * interrupt on its CPU could rewrite a slot it is reading. */
 static __always_inline void user_walk(struct walk *w, const struct bpfs_unwind_proc *proc,
-				      bool sleepable)
+				      enum urd rd)
 {
 	__u32 zero = 0, n = proc ? BPFS_MAX_USER_DEPTH : BPFS_MAX_USER_DEPTH / WALK_PER_CALL;
 
 	w->proc = proc;
-	w->cache = proc && !sleepable ? bpf_map_lookup_elem(&unwind_cache, &zero) : NULL;
-	if (sleepable)
+	w->cache = proc && rd == URD_IRQ ? bpf_map_lookup_elem(&unwind_cache, &zero) : NULL;
+	if (rd == URD_TASK)
+		bpf_loop(n, user_frame_task, w, 0);
+	else if (rd == URD_SELF)
 		bpf_loop(n, user_frame_sleepable, w, 0);
 	else
 		bpf_loop(n, user_frame, w, 0);

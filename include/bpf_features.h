@@ -21,6 +21,7 @@ enum bpf_feature {
 	BPFF_COOKIE,	     /* bpf_get_attach_cookie on perf events (5.15) */
 	BPFF_TASK_PT_REGS,   /* bpf_task_pt_regs (5.15) */
 	BPFF_LOOP,	     /* bpf_loop (5.17) */
+	BPFF_COPY_FROM_USER_TASK, /* bpf_copy_from_user_task (5.18) */
 	BPFF_RINGBUF_DYNPTR, /* ring records sized at run time (5.19) */
 	BPFF_PREEMPT_KFUNCS, /* bpf_preempt_disable/enable (6.10) */
 	BPFF_PROCMAP_QUERY,  /* the PROCMAP_QUERY ioctl (6.11) */

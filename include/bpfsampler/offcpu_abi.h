@@ -17,11 +17,14 @@ enum bpfs_off_flags {
 					 * waiting for I/O or a lock */
 	BPFS_F_OFF_PREEMPTED = 1 << 17, /* switched out while runnable: waited
 					 * for a CPU */
-	BPFS_F_OFF_BEFORE = 1 << 18,	/* off the CPU when the run began: the
-					 * kernel stack is the one it sleeps
-					 * in, the user stack was not walked */
+	BPFS_F_OFF_BEFORE = 1 << 18,	/* off the CPU when the run began:
+					 * the stacks are the ones it sleeps
+					 * in, found by a task iterator */
 	BPFS_F_OFF_NOWALK = 1 << 19,	/* the walk budget (--off-cpu-walks)
 					 * was spent: no stack was taken */
+	BPFS_F_OFF_NOUSER = 1 << 20,	/* its user stack could not be
+					 * read: a kernel without
+					 * bpf_copy_from_user_task (5.18) */
 };
 
 /* A thread off the CPU: when it left and with which stacks, keyed by tid

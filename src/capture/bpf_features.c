@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <linux/bpf.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -17,6 +18,20 @@ static bool kernel_btf_has(const char *name, __u32 kind)
 	struct btf *btf = btf__load_vmlinux_btf();
 	bool has = btf && btf__find_by_name_kind(btf, name, kind) > 0;
 
+	btf__free(btf);
+	return has;
+}
+
+/* Whether the kernel's BTF has enum name with a value named value. */
+static bool kernel_btf_has_value(const char *name, const char *value)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	int id = btf ? btf__find_by_name_kind(btf, name, BTF_KIND_ENUM) : -1;
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	bool has = false;
+
+	for (int i = 0; t && i < btf_vlen(t) && !has; i++)
+		has = !strcmp(btf__name_by_offset(btf, btf_enum(t)[i].name_off), value);
 	btf__free(btf);
 	return has;
 }
@@ -96,6 +111,13 @@ static bool probe_loop(void)
 	return helper(BPF_FUNC_loop);
 }
 
+/* A helper of tracing programs only, which libbpf's helper probe does not
+ * load: the kernel's list of helpers names it. */
+static bool probe_copy_from_user_task(void)
+{
+	return kernel_btf_has_value("bpf_func_id", "BPF_FUNC_copy_from_user_task");
+}
+
 static bool probe_ringbuf_dynptr(void)
 {
 	return helper(BPF_FUNC_ringbuf_reserve_dynptr);
@@ -147,6 +169,10 @@ static const struct feature features[BPFF_NR] = {
 			"frame pointers are cut, marked (--unwind auto and dwarf act "
 			"as fp)",
 			probe_loop },
+	[BPFF_COPY_FROM_USER_TASK] = { "bpf_copy_from_user_task", "5.18", false,
+				       "off-CPU: threads blocked before the run have no user "
+				       "stack (marked)",
+				       probe_copy_from_user_task },
 	[BPFF_RINGBUF_DYNPTR] = { "ring records sized at run time", "5.19", true,
 				  COMPAT ": stack records copied once more",
 				  probe_ringbuf_dynptr },

@@ -27,6 +27,7 @@ struct offcpu {
 	struct offcpu_bpf *skel;
 	struct bpf_object *shared; /* the sampler's, not ours */
 	bool raw_tp;		   /* the fallback attach */
+	bool before_user;	   /* off_before_user, not off_before */
 	bool stopped;
 	uint64_t left; /* entries left after the end's iterator */
 	uint64_t t_start, t_end; /* CLOCK_MONOTONIC ns: attached, detached */
@@ -43,7 +44,7 @@ static uint64_t mono_ns(void)
 /* The sampler's maps this object uses as its own. */
 static const char *const shared_maps[] = {
 	"counts", "stacks", "stats", "filter", "rings", "seqs", "recs_busy",
-	"seen", "mapgens", "unwind_rows", "unwind_procs",
+	"seen", "mapgens", "unwind_rows", "unwind_procs", "py_procs", "py_stats",
 };
 
 /* The internal map (.rodata, .bss) of obj for section sec. */
@@ -171,6 +172,10 @@ static int configure(struct offcpu *oc, const struct offcpu_opts *o)
 		err = bpf_program__set_autoload(skel->progs.off_switch, !oc->raw_tp);
 	if (!err)
 		err = bpf_program__set_autoload(skel->progs.off_switch_raw, oc->raw_tp);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.off_before_user, oc->before_user);
+	if (!err)
+		err = bpf_program__set_autoload(skel->progs.off_before, !oc->before_user);
 	return err;
 }
 
@@ -194,6 +199,45 @@ static int set_cur_event(struct offcpu *oc, uint32_t ev)
 	return err;
 }
 
+/* Whether to walk the user stacks of threads blocked before the run (a
+ * sleepable iterator: bpf_copy_from_user_task). Tests force the fallback
+ * with BPFS_DEBUG_OFFCPU_NO_USER_BEFORE. */
+static bool before_user_wanted(void)
+{
+	if (getenv("BPFS_DEBUG_OFFCPU_NO_USER_BEFORE")) {
+		p_warn("BPFS_DEBUG_OFFCPU_NO_USER_BEFORE: no user stacks for threads blocked "
+		       "before the run (for tests)");
+		return false;
+	}
+	return bpf_features__has(BPFF_COPY_FROM_USER_TASK);
+}
+
+/* Opens and loads the object; -EAGAIN when only the sleepable iterator
+ * kept it from loading (worth a try without it). */
+static int open_load(struct offcpu *oc, const struct offcpu_opts *o)
+{
+	int err;
+
+	oc->skel = offcpu_bpf__open();
+	if (!oc->skel) {
+		err = -errno;
+		p_err("off-CPU: cannot open its BPF object: %s", strerror(-err));
+		return err;
+	}
+	err = share_maps(oc);
+	if (!err)
+		err = configure(oc, o);
+	if (err)
+		return err;
+	err = offcpu_bpf__load(oc->skel);
+	if (err && oc->before_user)
+		return -EAGAIN;
+	if (err)
+		p_err("off-CPU: cannot load its BPF programs: %s (run with -vv for the verifier "
+		      "log)", strerror(-err));
+	return err;
+}
+
 int offcpu__new(struct sampler *s, const struct offcpu_opts *o, struct offcpu **out)
 {
 	struct offcpu *oc;
@@ -212,23 +256,19 @@ int offcpu__new(struct sampler *s, const struct offcpu_opts *o, struct offcpu **
 	if (!oc)
 		return -ENOMEM;
 	oc->shared = sampler__bpf_object(s);
-	oc->skel = offcpu_bpf__open();
-	if (!oc->skel) {
-		err = -errno;
-		p_err("off-CPU: cannot open its BPF object: %s", strerror(-err));
-		goto err_free;
+	oc->before_user = before_user_wanted();
+	err = open_load(oc, o);
+	if (err == -EAGAIN) {
+		/* a verifier that refuses the sleepable walk: without it */
+		p_warn("off-CPU: the user stacks of threads blocked before the run cannot be "
+		       "read on this kernel (run with -vv for the verifier log); they are "
+		       "marked");
+		offcpu_bpf__destroy(oc->skel);
+		oc->before_user = false;
+		err = open_load(oc, o);
 	}
-	err = share_maps(oc);
-	if (!err)
-		err = configure(oc, o);
 	if (err)
 		goto err_free;
-	err = offcpu_bpf__load(oc->skel);
-	if (err) {
-		p_err("off-CPU: cannot load its BPF programs: %s (run with -vv for the verifier "
-		      "log)", strerror(-err));
-		goto err_free;
-	}
 	err = set_cur_event(oc, o->event);
 	if (err) {
 		p_err("off-CPU: cannot set its event index: %s", strerror(-err));
@@ -288,7 +328,8 @@ int offcpu__start(struct offcpu *oc)
 	oc->t_start = mono_ns();
 	/* after the attach: a thread that switches out meanwhile is recorded
 	 * by the tracepoint, and the iterator leaves its start alone */
-	err = run_iter(skel->progs.off_before, NULL, "tasks");
+	err = run_iter(oc->before_user ? skel->progs.off_before_user : skel->progs.off_before,
+		       NULL, "tasks");
 	if (err)
 		p_err("off-CPU: threads already off the CPU not found: %s", strerror(-err));
 	return err;

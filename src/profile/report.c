@@ -211,7 +211,7 @@ static size_t add_offcpu_marks(struct build_ctx *c, const struct bpfs_count_key 
 		c->fr[n++] = marker(c->p, "[off-cpu: preempted]");
 	if (k->flags & BPFS_F_OFF_NOWALK)
 		c->fr[n++] = marker(c->p, "[off-cpu: stack not taken: --off-cpu-walks]");
-	if ((k->flags & BPFS_F_OFF_BEFORE) && !(k->flags & BPFS_F_KTHREAD))
+	if ((k->flags & BPFS_F_OFF_NOUSER) && !(k->flags & BPFS_F_KTHREAD))
 		c->fr[n++] = marker(c->p, "[off-cpu: since before the run: user stack not taken]");
 	return n;
 }

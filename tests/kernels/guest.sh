@@ -191,6 +191,43 @@ check_agent() {
 	fi
 }
 
+# --- --off-cpu -p on a process whose reader blocked before the run ----------------
+# The reader's block is found at the start by a task iterator: its kernel
+# stack always, its user stack where the kernel has bpf_copy_from_user_task
+# (5.18; 6.1 and later), else marked. Kernels that run the compat sampling
+# program refuse --off-cpu, naming what they lack.
+check_offcpu() {
+	local pid rc want
+	"$W/offwait" sleep 600 >"$TMP/ow.out" &
+	pid=$!
+	for _ in $(seq 600); do
+		grep -q '^reader ' "$TMP/ow.out" 2>/dev/null && break
+		sleep 0.1
+	done
+	"$BPFS" --off-cpu -d 1 -p $pid -o "$TMP/off-%e.folded" 2>"$TMP/off.err"
+	rc=$?
+	kill $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	if grep -qE '^ *bpf_loop .* no' /run/results/version.txt; then
+		if [ $rc -ne 0 ] && grep -qE -- '--off-cpu needs .* [(]Linux [0-9.]+[)]' "$TMP/off.err"; then
+			pass "--off-cpu refused on the compat program, naming what it lacks"
+		else
+			fail "--off-cpu refused on the compat program" "$(why $rc "$TMP/off.err")"
+		fi
+		return
+	fi
+	want=';reader;blocked_read;'
+	grep -qE '^ *bpf_copy_from_user_task .* no' /run/results/version.txt &&
+		want='since before the run: user stack not taken'
+	if [ $rc -eq 0 ] && grep '^reader;' "$TMP/off-offcpu-time.folded" | grep -F -- "$want" |
+		grep -q ';vfs_read'; then
+		pass "--off-cpu -p: the reader blocked before the run, by its stacks ($want)"
+	else
+		fail "--off-cpu -p: the reader blocked before the run" \
+			"$(why $rc "$TMP/off.err"); $(head -3 "$TMP/off-offcpu-time.folded" 2>/dev/null | cut -c1-160)"
+	fi
+}
+
 # BPFS_GUEST_EXTRA: a file of more check_ functions (chasing one kernel's problem)
 # (not under /tmp: the guest's /tmp is its own)
 [ -n "${BPFS_GUEST_EXTRA:-}" ] && . "$BPFS_GUEST_EXTRA"
@@ -199,7 +236,7 @@ progs_before=$(our_progs)
 "$W/threads" 1 900 >/dev/null &
 other=$!
 # BPFS_GUEST_CHECKS (from guest.env): some of the checks, some repeated
-for c in ${BPFS_GUEST_CHECKS:-command pid system stream faults agent}; do
+for c in ${BPFS_GUEST_CHECKS:-command pid system stream faults offcpu agent}; do
 	t0=$SECONDS
 	if ! declare -F "check_$c" >/dev/null; then
 		fail "check $c" "guest.sh has no check_$c (BPFS_GUEST_CHECKS)"
