@@ -31,6 +31,28 @@ const volatile __u64 off_min_ns SEC(".rodata.offcpu") = 0;
 /* The walk budget per CPU: walks a second (0: no bound) and the burst. */
 const volatile __u64 off_walk_rate SEC(".rodata.offcpu") = 0;
 const volatile __u64 off_walk_burst SEC(".rodata.offcpu") = 1;
+/* -C: only switch-outs on the CPUs marked in offcpus count (perf's
+ * --off-cpu -C); a thread found blocked at the start, on the CPU it last
+ * ran on. */
+const volatile bool off_some_cpus SEC(".rodata.offcpu") = false;
+
+/* One byte per possible CPU, 1: chosen. Sized and filled by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8);
+} offcpus SEC(".maps");
+
+static __always_inline bool cpu_chosen(__u32 cpu)
+{
+	__u8 *on;
+
+	if (!off_some_cpus)
+		return true;
+	on = bpf_map_lookup_elem(&offcpus, &cpu);
+	return on && *on;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -261,7 +283,7 @@ static __always_inline void switch_out(void *ctx, bool preempt)
 		off_add(BPFS_OFF_OUT_DEAD, 1);
 		return;
 	}
-	if (!selected(pid, tid)) {
+	if (!selected(pid, tid) || !cpu_chosen(bpf_get_smp_processor_id())) {
 		off_add(BPFS_OFF_OUT_FILTERED, 1);
 		return;
 	}
@@ -419,7 +441,8 @@ static __always_inline void before_start(struct task_struct *task, const bool us
 	if (!tid || task->on_cpu || task->exit_state)
 		return;
 	state = task_state(task);
-	if ((state & TASK_DEAD) || !selected(task->tgid, tid))
+	if ((state & TASK_DEAD) || !selected(task->tgid, tid) ||
+	    !cpu_chosen(task->thread_info.cpu))
 		return;
 	tw = bpf_map_lookup_elem(&taskwalk, &zero);
 	if (!tw)

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "bpfsampler/offcpu_abi.h"
+#include "int_list.h"
 
 struct sampler;
 
@@ -30,6 +31,8 @@ struct offcpu_opts {
 	uint64_t min_ns;	/* blocks shorter are not counted (counted apart) */
 	uint64_t walks_per_s;	/* stack walks a second on all CPUs; 0: no bound */
 	unsigned int threads;	/* `offstart` entries */
+	const struct int_list *cpus; /* -C: switch-outs on these only; NULL or
+				      * empty: every CPU */
 };
 
 struct offcpu_stats {

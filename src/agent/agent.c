@@ -692,7 +692,8 @@ static int agent__setup(struct agent *a)
 					  .event = o->events.nr - 1, /* added last (opts.c) */
 					  .min_ns = o->off_cpu_min_ns,
 					  .walks_per_s = o->off_cpu_walks,
-					  .threads = o->off_cpu_threads },
+					  .threads = o->off_cpu_threads,
+					  .cpus = &o->cpus },
 				  &a->oc);
 	if (!err)
 		err = fold_setup(a);

@@ -172,6 +172,10 @@ static int configure(struct offcpu *oc, const struct offcpu_opts *o)
 		err = bpf_program__set_autoload(skel->progs.off_switch, !oc->raw_tp);
 	if (!err)
 		err = bpf_program__set_autoload(skel->progs.off_switch_raw, oc->raw_tp);
+	if (!err && o->cpus && o->cpus->nr) {
+		skel->rodata_offcpu->off_some_cpus = true;
+		err = bpf_map__set_max_entries(skel->maps.offcpus, ncpu);
+	}
 	if (!err)
 		err = bpf_program__set_autoload(skel->progs.off_before_user, oc->before_user);
 	if (!err)
@@ -196,6 +200,21 @@ static int set_cur_event(struct offcpu *oc, uint32_t ev)
 	err = bpf_map__update_elem(oc->skel->maps.cur_event, &zero, sizeof(zero), v,
 				   ncpu * sizeof(*v), 0);
 	free(v);
+	return err;
+}
+
+/* -C: marks the chosen CPUs in offcpus (sized to the possible CPUs). */
+static int choose_cpus(struct offcpu *oc, const struct int_list *cpus)
+{
+	const __u8 on = 1;
+	int err = 0;
+
+	for (size_t i = 0; cpus && i < cpus->nr && !err; i++) {
+		__u32 cpu = cpus->v[i];
+
+		err = bpf_map__update_elem(oc->skel->maps.offcpus, &cpu, sizeof(cpu), &on,
+					   sizeof(on), 0);
+	}
 	return err;
 }
 
@@ -272,6 +291,11 @@ int offcpu__new(struct sampler *s, const struct offcpu_opts *o, struct offcpu **
 	err = set_cur_event(oc, o->event);
 	if (err) {
 		p_err("off-CPU: cannot set its event index: %s", strerror(-err));
+		goto err_free;
+	}
+	err = choose_cpus(oc, o->cpus);
+	if (err) {
+		p_err("off-CPU: cannot set its CPUs (-C): %s", strerror(-err));
 		goto err_free;
 	}
 	*out = oc;

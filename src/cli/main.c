@@ -901,7 +901,8 @@ static int run_setup(struct run *r)
 					  .event = o->events.nr - 1, /* added last (opts.c) */
 					  .min_ns = o->off_cpu_min_ns,
 					  .walks_per_s = o->off_cpu_walks,
-					  .threads = o->off_cpu_threads },
+					  .threads = o->off_cpu_threads,
+					  .cpus = &o->cpus },
 				  &r->oc);
 	if (!err)
 		err = pyreg__start(r->s, r->sym, &r->py);

@@ -137,6 +137,28 @@ grep -q '^Total: [0-9]* offcpu (nanoseconds), event offcpu-time' "$TMP/t-offcpu-
 	pass "top and svg show the nanoseconds" ||
 	fail "top and svg show the nanoseconds" "$(head -1 "$TMP/t-offcpu-time.top")"
 
+# 3b. -C: only the blocks that begin on those CPUs (perf's --off-cpu -C).
+# The workload pinned to CPU 1: with -C 0 none of its blocks, not even the
+# reader's found at the start (it last ran on CPU 1); with -C 1 they are.
+taskset -c 1 "$OW" sleep 60 >"$TMP/pin.out" &
+pin=$!
+sleep 1
+"$BPFS" --off-cpu -v -C 0 -d 1 -p "$pin" -o "$TMP/c0-%e.folded" 2>"$TMP/c0.err"
+rc0=$?
+"$BPFS" --off-cpu -v -C 1 -d 1 -p "$pin" -o "$TMP/c1-%e.folded" 2>"$TMP/c1.err"
+rc1=$?
+kill "$pin" 2>/dev/null
+wait "$pin" 2>/dev/null
+n0=$(wc -l <"$TMP/c0-offcpu-time.folded" 2>/dev/null || echo missing)
+if [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] && [ "$n0" = 0 ] &&
+	grep -q '^reader;.*;blocked_read;' "$TMP/c1-offcpu-time.folded"; then
+	pass "-C: a process pinned to CPU 1 blocks under -C 1, not under -C 0"
+else
+	fail "-C: a process pinned to CPU 1 blocks under -C 1, not under -C 0" \
+		"exit $rc0/$rc1, $n0 lines under -C 0: $(head -2 "$TMP/c0-offcpu-time.folded" | cut -c1-120)"
+fi
+balanced "-C 0" "$TMP/c0.err"
+
 # 4. System-wide: our reader among everything else, through the raw
 # tracepoint fallback this time (BPFS_DEBUG_OFFCPU_RAW_TP), which must
 # give the same blocks.
