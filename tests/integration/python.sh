@@ -221,3 +221,40 @@ while time.time() < t: pass' || true
 		fi
 	done
 done
+
+# --- a hostile interpreter (tests/workloads/pyhostile.py): Debian's 3.11
+# corrupts its own frame chain, and the walk ends its Python part with a
+# mark, never a crash or a hang. garbage: a frame's code object is a list
+# ("[python: not a code object]", spin kept inward of it); loop: a frame
+# is its own caller ("[python: too many frames]", at most 256 frames).
+# Of the samples, those taken after the corruption carry the mark: all
+# but start-up's, so >= 50% (start-up under load is far below half of the
+# 3 s burn).
+if [ -x /usr/bin/python3.11 ]; then
+	for m in garbage loop; do
+		timeout 120 "$BPFS" -F 999 -d 60 -o "$TMP/h-$m.folded" -- \
+			/usr/bin/python3.11 "$ROOT/tests/workloads/pyhostile.py" $m 3 \
+			>"$TMP/h-$m.out" 2>"$TMP/h-$m.err"
+		rc=$?
+		if grep -q '^skip' "$TMP/h-$m.out"; then
+			skip "hostile interpreter ($m)" "$(cat "$TMP/h-$m.out")"
+			continue
+		fi
+		all=$(samples_matching "$TMP/h-$m.folded" '^python3[.]11;')
+		if [ $m = garbage ]; then
+			marked=$(samples_matching "$TMP/h-$m.folded" ';[[]python: not a code object[]];spin(;|$)')
+		else
+			marked=$(samples_matching "$TMP/h-$m.folded" ';[[]python: too many frames[]];(victim;)+spin(;|$)')
+		fi
+		deepest=$(awk '{ print gsub(/;victim/, "") }' "$TMP/h-$m.folded" | sort -n | tail -1)
+		if [ $rc -eq 0 ] && [ "$all" -gt 0 ] && [ $((marked * 2)) -ge "$all" ] &&
+			[ "${deepest:-0}" -le 256 ] && grep -q '^corrupted' "$TMP/h-$m.out"; then
+			pass "hostile interpreter ($m): marked, the run ends ($marked of $all samples, at most $deepest frames)"
+		else
+			fail "hostile interpreter ($m): marked, the run ends" \
+				"exit $rc, $marked of $all marked, $deepest frames: $(tail -2 "$TMP/h-$m.err")"
+		fi
+	done
+else
+	skip "hostile interpreter" "no /usr/bin/python3.11"
+fi
