@@ -300,8 +300,11 @@ struct reg_rule {
 	int64_t off;
 };
 
-/* The rules a row is made of: the CFA (a register plus an offset; -1: an
- * expression), the return address's and rbp's. */
+/* The rules a row is made of: the CFA (a register plus an offset; -1: not
+ * set; CFA_REG_PLT: the PLT's expression, cfa_off its threshold), the
+ * return address's and rbp's. */
+#define CFA_REG_PLT (-2)
+
 struct cfa_state {
 	int64_t cfa_reg;
 	int64_t cfa_off;
@@ -424,6 +427,29 @@ static bool rd_ptr(const struct eh_direct *eh, struct cursor *c, uint8_t enc, bo
 	}
 }
 
+/* The PLT's CFA expression as binutils writes it for .plt and .plt.sec,
+ * byte for byte (plt_expr reads it from libdw): rsp + 8 + (((rip & 15) >=
+ * N) << 3), N a literal. true with *thr = N, the cursor past it; false
+ * for any other expression (the function goes to libdw). */
+static bool plt_bytes(struct cursor *c, int64_t *thr)
+{
+	static const uint8_t want[] = { DW_OP_breg7, 8, DW_OP_breg16, 0, DW_OP_lit15, DW_OP_and,
+					0 /* DW_OP_litN */, DW_OP_ge, DW_OP_lit3, DW_OP_shl,
+					DW_OP_plus };
+	uint64_t len = rd_uleb(c);
+
+	if (c->bad || len != sizeof(want) || (uint64_t)(c->end - c->p) < len)
+		return false;
+	for (size_t i = 0; i < sizeof(want); i++)
+		if (i != 6 && c->p[i] != want[i])
+			return false;
+	if (c->p[6] < DW_OP_lit0 || c->p[6] > DW_OP_lit31)
+		return false;
+	*thr = c->p[6] - DW_OP_lit0;
+	c->p += len;
+	return true;
+}
+
 /* Runs CFA instructions [c->p, c->end) over *st. With a function (fr), a
  * row is made at every advance; without (the CIE's initial
  * instructions), none may advance. 0, or -1: not understood. */
@@ -446,10 +472,12 @@ static void state_row(const struct cfa_state *st, uint64_t pc, struct bpfs_unwin
 	}
 	if (st->ra.how != RULE_OFFSET || st->ra.off != -8)
 		return;
-	if ((st->cfa_reg != DW_REG_RSP && st->cfa_reg != DW_REG_RBP) || st->cfa_off < INT32_MIN ||
-	    st->cfa_off > INT32_MAX)
+	if ((st->cfa_reg != DW_REG_RSP && st->cfa_reg != DW_REG_RBP &&
+	     st->cfa_reg != CFA_REG_PLT) ||
+	    st->cfa_off < INT32_MIN || st->cfa_off > INT32_MAX)
 		return;
-	r->cfa_type = st->cfa_reg == DW_REG_RSP ? BPFS_CFA_RSP : BPFS_CFA_RBP;
+	r->cfa_type = st->cfa_reg == DW_REG_RSP ? BPFS_CFA_RSP :
+		      st->cfa_reg == DW_REG_RBP ? BPFS_CFA_RBP : BPFS_CFA_PLT;
 	r->cfa_off = (int32_t)st->cfa_off;
 	if (st->rbp.how == RULE_OFFSET && !(st->rbp.off & 7) && st->rbp.off / 8 >= INT16_MIN &&
 	    st->rbp.off / 8 <= INT16_MAX) {
@@ -602,7 +630,12 @@ other:
 		case DW_CFA_GNU_args_size:
 			rd_uleb(c);
 			continue;
-		default: /* expressions for the CFA (the PLT's), set_loc, ... */
+		case DW_CFA_def_cfa_expression:
+			if (!plt_bytes(c, &st->cfa_off))
+				return -1;
+			st->cfa_reg = CFA_REG_PLT;
+			continue;
+		default: /* other CFA expressions, set_loc, ... */
 			return -1;
 		}
 advance:
@@ -770,13 +803,32 @@ static bool read_function_direct(struct ehframe *t, struct eh_direct *eh, struct
 	return true;
 }
 
+/* The CFI libdw reads, per section. .eh_frame's is made at the first
+ * function the direct reader leaves to libdw (a signal trampoline's): its
+ * first lookup indexes every FDE of the file, which cost libLLVM 3.8 MB
+ * and 40 ms for its one PLT before the direct reader knew the PLT's
+ * expression. .debug_frame's is made at the start. */
+struct cfis {
+	Elf *elf;
+	Dwarf_CFI *cfi[NR_SRC];
+	bool eh_tried;
+};
+
+static Dwarf_CFI *cfi_of(struct cfis *c, int src)
+{
+	if (src == SRC_EH && !c->cfi[SRC_EH] && !c->eh_tried) {
+		c->eh_tried = true;
+		c->cfi[SRC_EH] = dwarf_getcfi_elf(c->elf);
+	}
+	return c->cfi[src];
+}
+
 /* The rows of the function at funcs[i], up to the next function, from the
  * CFI it came from: one row builder for both sections. */
-static int read_function(struct ehframe *t, Dwarf_CFI *const cfis[NR_SRC],
-			 struct eh_direct *eh, size_t i)
+static int read_function(struct ehframe *t, struct cfis *cfis, struct eh_direct *eh, size_t i)
 {
 	struct func *f = vec__at(&t->funcs, i);
-	Dwarf_CFI *cfi = cfis[f->src];
+	Dwarf_CFI *cfi;
 	uint64_t pc = f->start;
 	uint64_t limit = i + 1 < t->funcs.nr ? f[1].start : UINT64_MAX;
 	struct bpfs_unwind_row r;
@@ -789,7 +841,8 @@ static int read_function(struct ehframe *t, Dwarf_CFI *const cfis[NR_SRC],
 		t->stats.direct++;
 		goto done;
 	}
-	while (pc < limit) {
+	cfi = cfi_of(cfis, f->src);
+	while (cfi && pc < limit) {
 		Dwarf_Addr start, end;
 		Dwarf_Frame *fr;
 
@@ -929,7 +982,7 @@ static int read_debug_frame(struct ehframe *t, Elf *elf, Dwarf_CFI *eh)
  */
 static int build(struct ehframe *t, Elf *elf, Elf *dbg, unsigned flags)
 {
-	Dwarf_CFI *cfis[NR_SRC] = { NULL, NULL };
+	struct cfis cfis = { .elf = elf };
 	struct eh_direct eh, *direct = NULL;
 	Elf *df = dbg ? dbg : elf;
 	Dwarf *dw = NULL;
@@ -941,11 +994,6 @@ static int build(struct ehframe *t, Elf *elf, Elf *dbg, unsigned flags)
 		err = read_hdr_table(elf, &t->funcs);
 	if (err && err != -ENOENT)
 		return err;
-	if (t->funcs.nr) {
-		cfis[SRC_EH] = dwarf_getcfi_elf(elf);
-		if (!cfis[SRC_EH])
-			return -ENOENT;
-	}
 	t->stats.code_bytes = 0;
 	for (size_t i = 0; i < t->segs.nr; i++)
 		t->stats.code_bytes += ((struct ehframe_seg *)vec__at(&t->segs, i))->filesz;
@@ -954,10 +1002,11 @@ static int build(struct ehframe *t, Elf *elf, Elf *dbg, unsigned flags)
 		/* libdw reads .debug_frame through a Dwarf handle only; a file
 		 * with no other DWARF (only CFI) opens fine */
 		dw = dwarf_begin_elf(df, DWARF_C_READ, NULL);
-		cfis[SRC_DEBUG] = dw ? dwarf_getcfi(dw) : NULL;
-		if (!cfis[SRC_DEBUG])
+		cfis.cfi[SRC_DEBUG] = dw ? dwarf_getcfi(dw) : NULL;
+		if (!cfis.cfi[SRC_DEBUG])
 			p_dbg(".debug_frame: not readable by libdw: %s", dwarf_errmsg(-1));
-		n = cfis[SRC_DEBUG] ? read_debug_frame(t, df, cfis[SRC_EH]) : 0;
+		n = cfis.cfi[SRC_DEBUG] ?
+			    read_debug_frame(t, df, t->funcs.nr ? cfi_of(&cfis, SRC_EH) : NULL) : 0;
 		if (n < 0) {
 			err = n;
 			goto out;
@@ -979,18 +1028,18 @@ static int build(struct ehframe *t, Elf *elf, Elf *dbg, unsigned flags)
 	}
 	t->funcs.nr = w;
 	err = 0;
-	if (!(flags & EHFRAME_LIBDW_ONLY) && cfis[SRC_EH] && eh_direct_init(&eh, elf))
+	if (!(flags & EHFRAME_LIBDW_ONLY) && eh_direct_init(&eh, elf))
 		direct = &eh;
 	for (size_t i = 0; i < t->funcs.nr && !err; i++) {
 		if (cancel_fn && i % EHFRAME_CANCEL_EVERY == 0 && cancel_fn())
 			err = -ECANCELED;
 		else
-			err = read_function(t, cfis, direct, i);
+			err = read_function(t, &cfis, direct, i);
 	}
 	t->stats.rows = t->rows.nr;
 out:
-	if (cfis[SRC_EH])
-		dwarf_cfi_end(cfis[SRC_EH]);
+	if (cfis.cfi[SRC_EH])
+		dwarf_cfi_end(cfis.cfi[SRC_EH]);
 	if (dw)
 		dwarf_end(dw); /* and the CFI it made */
 	return err;

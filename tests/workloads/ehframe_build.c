@@ -4,7 +4,7 @@
  * bpfsampler does the first time a process maps the file) RUNS times
  * (default 5) in this process and prints, on one line:
  *
- *     FILE fdes=N rows=N nonerows=N bpf_kib=N first_ms=X median_ms=X
+ *     FILE fdes=N direct=N rows=N nonerows=N bpf_kib=N first_ms=X median_ms=X
  *
  * first_ms is the first build (libdw and the file's pages opened for the
  * first time in this process), median_ms the median of all RUNS. The file's
@@ -60,8 +60,9 @@ int main(int argc, char **argv)
 		ehframe__stats(t, &st);
 		ehframe__free(t);
 	}
-	printf("%s fdes=%zu rows=%zu nonerows=%zu bpf_kib=%zu first_ms=%.2f", argv[1], st.fdes,
-	       st.rows, st.unsupported, st.rows * sizeof(struct bpfs_unwind_row) / 1024, ms[0]);
+	printf("%s fdes=%zu direct=%zu rows=%zu nonerows=%zu bpf_kib=%zu first_ms=%.2f", argv[1],
+	       st.fdes, st.direct, st.rows, st.unsupported,
+	       st.rows * sizeof(struct bpfs_unwind_row) / 1024, ms[0]);
 	qsort(ms, runs, sizeof(*ms), cmp_double);
 	printf(" median_ms=%.2f\n", ms[runs / 2]);
 out:
