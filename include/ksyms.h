@@ -18,8 +18,9 @@ struct ksyms;
  * When kptr_restrict hides addresses (all zero), loads no symbols and
  * ksyms__hidden() is true. */
 int ksyms__load(const char *path, struct ksyms **out);
-/* The symbol containing addr (the last one at or below it), or NULL. */
-const struct ksym *ksyms__find(const struct ksyms *ks, uint64_t addr);
+/* The symbol containing addr (the last one at or below it) into *out;
+ * false when none. Its strings live as long as ks. */
+bool ksyms__find(const struct ksyms *ks, uint64_t addr, struct ksym *out);
 bool ksyms__hidden(const struct ksyms *ks);
 void ksyms__free(struct ksyms *ks);
 

@@ -7,11 +7,17 @@
 #include "ksyms.h"
 #include "vec.h"
 
-/* Every name and module name lives in one arena that grows while loading, so
- * entries hold arena offsets until the end and become pointers only once the
- * arena stops moving. */
+/* Every name and module name lives in one arena, cut to its size once
+ * loaded; entries hold offsets into it. 16 bytes a symbol: a kernel has
+ * 120,000 or more, and the agent keeps them for its life. */
+struct kent {
+	uint64_t addr;
+	uint32_t name; /* arena offset */
+	uint32_t mod;  /* 0: vmlinux; else arena offset + 1 */
+};
+
 struct ksyms {
-	struct ksym *syms; /* sorted by addr, one per address */
+	struct kent *syms; /* sorted by addr, one per address */
 	size_t nr;
 	char *arena;
 	bool hidden;
@@ -19,10 +25,10 @@ struct ksyms {
 
 struct kentry {
 	uint64_t addr;
-	size_t name_off;
-	size_t mod_off; /* 0: vmlinux; else offset + 1 */
-	size_t seq;	/* line order, the last tie-break */
-	int rank;	/* alias preference, lower wins */
+	uint32_t name_off;
+	uint32_t mod_off; /* 0: vmlinux; else offset + 1 */
+	uint32_t seq;	  /* line order, the last tie-break */
+	int32_t rank;	  /* alias preference, lower wins */
 };
 
 struct loader {
@@ -37,6 +43,8 @@ struct loader {
 
 static int arena_add(struct loader *ld, const char *s, size_t len, size_t *off)
 {
+	if (ld->arena_len + len + 1 > UINT32_MAX)
+		return -E2BIG; /* 4 GiB of names: not a kallsyms */
 	if (ld->arena_len + len + 1 > ld->arena_cap) {
 		size_t cap = ld->arena_cap ? ld->arena_cap * 2 : 1 << 21;
 		char *na;
@@ -115,6 +123,8 @@ static int add_line(struct loader *ld, const char *line)
 		mod = end + 2;
 		mod_len = strcspn(mod, "]\n");
 	}
+	if (ld->nr == UINT32_MAX)
+		return -E2BIG;
 	if (ld->nr == ld->cap) {
 		size_t cap = ld->cap ? ld->cap * 2 : 1 << 16;
 		struct kentry *ne = realloc(ld->ents, cap * sizeof(*ne));
@@ -130,7 +140,7 @@ static int add_line(struct loader *ld, const char *line)
 	if (err)
 		return err;
 	e = &ld->ents[ld->nr];
-	*e = (struct kentry){ addr, name_off, mod_off, ld->nr, rank };
+	*e = (struct kentry){ addr, (uint32_t)name_off, (uint32_t)mod_off, (uint32_t)ld->nr, rank };
 	ld->nr++;
 	return 0;
 }
@@ -146,31 +156,33 @@ static int cmp_entry(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Sorts, keeps the preferred entry per address and turns offsets into
- * pointers. The arena moves to ks. */
+/* Sorts and keeps the preferred entry per address. The arena, cut to
+ * its size, moves to ks. */
 static int finish(struct loader *ld, struct ksyms *ks)
 {
 	size_t k = 0;
+	struct kent *cut;
+	char *arena;
 
 	if (ld->nr)
 		qsort(ld->ents, ld->nr, sizeof(*ld->ents), cmp_entry);
 	ks->syms = malloc((ld->nr ? ld->nr : 1) * sizeof(*ks->syms));
 	if (!ks->syms)
 		return -ENOMEM;
-	ks->arena = ld->arena;
+	arena = ld->arena_len ? realloc(ld->arena, ld->arena_len) : NULL;
+	ks->arena = arena ? arena : ld->arena;
 	ld->arena = NULL;
 	for (size_t i = 0; i < ld->nr; i++) {
 		const struct kentry *e = &ld->ents[i];
 
 		if (k && ks->syms[k - 1].addr == e->addr)
 			continue;
-		ks->syms[k++] = (struct ksym){
-			.addr = e->addr,
-			.name = ks->arena + e->name_off,
-			.module = e->mod_off ? ks->arena + e->mod_off - 1 : NULL,
-		};
+		ks->syms[k++] = (struct kent){ e->addr, e->name_off, e->mod_off };
 	}
 	ks->nr = k;
+	cut = k && k < ld->nr ? realloc(ks->syms, k * sizeof(*ks->syms)) : NULL;
+	if (cut)
+		ks->syms = cut;
 	return 0;
 }
 
@@ -221,15 +233,21 @@ out:
 
 static unsigned long long ksym_addr(const void *e)
 {
-	return ((const struct ksym *)e)->addr;
+	return ((const struct kent *)e)->addr;
 }
 
-const struct ksym *ksyms__find(const struct ksyms *ks, uint64_t addr)
+bool ksyms__find(const struct ksyms *ks, uint64_t addr, struct ksym *out)
 {
 	/* the last symbol at or below addr contains it */
 	long i = bsearch_last_le(ks->syms, ks->nr, sizeof(*ks->syms), addr, ksym_addr);
+	const struct kent *e = i >= 0 ? &ks->syms[i] : NULL;
 
-	return i >= 0 ? &ks->syms[i] : NULL;
+	if (!e)
+		return false;
+	out->addr = e->addr;
+	out->name = ks->arena + e->name;
+	out->module = e->mod ? ks->arena + e->mod - 1 : NULL;
+	return true;
 }
 
 bool ksyms__hidden(const struct ksyms *ks)

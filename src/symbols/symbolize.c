@@ -325,7 +325,8 @@ void symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_addr,
 			struct sym_frame *out)
 {
 	uint64_t look = ret_addr && addr ? addr - 1 : addr;
-	const struct ksym *ks;
+	const struct ksym *ks = NULL;
+	struct ksym found;
 	const char *name;
 	uint64_t start;
 
@@ -333,7 +334,8 @@ void symbolizer__kernel(struct symbolizer *sym, uint64_t addr, bool ret_addr,
 	sym->kernel_frames++;
 	if (!sym->ksyms_tried)
 		load_ksyms(sym);
-	ks = sym->ksyms ? ksyms__find(sym->ksyms, look) : NULL;
+	if (sym->ksyms && ksyms__find(sym->ksyms, look, &found))
+		ks = &found;
 	/* BPF programs: kallsyms has them only while they are loaded, and
 	 * with no size. In a known program, kallsyms is right only at the
 	 * program's own start; in none (loaded and unloaded between two

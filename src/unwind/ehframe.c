@@ -35,16 +35,30 @@ enum func_src {
 	NR_SRC,
 };
 
-/* A function as its FDE covers it. */
+/* A function as its FDE covers it, in 16 bytes (a build lists every
+ * function of the file: 95,000 for libLLVM). */
 struct func {
 	uint64_t start;
-	uint64_t end;
-	uint64_t fde;	/* .eh_frame: the FDE's address from .eh_frame_hdr */
-	enum func_src src;
+	uint32_t len; /* .debug_frame: its FDE's range; .eh_frame: what its rows
+		       * cover, once read (0 before); capped at UINT32_MAX */
+	int32_t fde;  /* .eh_frame: the FDE's address less .eh_frame_hdr's, as
+		       * the header's table has it; FDE_DEBUG: .debug_frame's */
 };
 
+#define FDE_DEBUG INT32_MIN
+
+static enum func_src func_src(const struct func *f)
+{
+	return f->fde == FDE_DEBUG ? SRC_DEBUG : SRC_EH;
+}
+
+static uint32_t cap_len(uint64_t len)
+{
+	return len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+}
+
 /* A function's range as EHFRAME_FUNCS_ONLY keeps it: 12 bytes, not a
- * struct func's 32 (cc1, libLLVM and libclang-cpp have 45,000 to 95,000
+ * struct func's 16 (cc1, libLLVM and libclang-cpp have 45,000 to 95,000
  * functions each, and a profiler beside a build holds all three). */
 struct frange {
 	uint64_t start;
@@ -60,6 +74,7 @@ struct ehframe {
 	const struct ehframe_sink *sink; /* rows handed on, not kept */
 	size_t handed;			 /* rows handed on so far */
 	struct vec segs;  /* struct ehframe_seg */
+	uint64_t hdr_vaddr; /* .eh_frame_hdr's: struct func's fde is against it */
 	struct ehframe_stats stats;
 	bool funcs_only;  /* EHFRAME_FUNCS_ONLY: no rows kept */
 };
@@ -87,7 +102,7 @@ static int32_t rd_s32(const unsigned char *p)
 
 /* The function starts listed in .eh_frame_hdr, sorted. Only the encodings
  * every x86_64 toolchain writes (sdata4 relative to the header) are read. */
-static int read_hdr_table(Elf *elf, struct vec *funcs)
+static int read_hdr_table(Elf *elf, struct vec *funcs, uint64_t *hdr_vaddr)
 {
 	const unsigned char *p;
 	GElf_Phdr ph, *hdr = NULL;
@@ -121,10 +136,12 @@ static int read_hdr_table(Elf *elf, struct vec *funcs)
 		struct func *f = vec__push(funcs);
 
 		f->start = hdr->p_vaddr + (int64_t)rd_s32(p + 12 + 8 * i);
-		f->fde = hdr->p_vaddr + (int64_t)rd_s32(p + 16 + 8 * i);
-		f->end = 0;
-		f->src = SRC_EH;
+		f->fde = rd_s32(p + 16 + 8 * i);
+		f->len = 0;
+		if (f->fde == FDE_DEBUG)
+			return -EINVAL; /* 2 GiB below the header: not an FDE */
 	}
+	*hdr_vaddr = hdr->p_vaddr;
 	return 0;
 }
 
@@ -762,10 +779,11 @@ static bool read_function_direct(struct ehframe *t, struct eh_direct *eh, struct
 	Dwarf_Off next;
 	struct cursor c;
 	size_t nr = t->rows.nr, unsupported = t->stats.unsupported;
+	uint64_t fde = t->hdr_vaddr + (int64_t)f->fde;
 
-	if (!eh->d || f->fde < eh->vaddr || f->fde - eh->vaddr >= eh->d->d_size)
+	if (!eh->d || fde < eh->vaddr || fde - eh->vaddr >= eh->d->d_size)
 		return false;
-	if (dwarf_next_cfi(eh->ident, eh->d, true, f->fde - eh->vaddr, &next, &e) ||
+	if (dwarf_next_cfi(eh->ident, eh->d, true, fde - eh->vaddr, &next, &e) ||
 	    dwarf_cfi_cie_p(&e))
 		return false;
 	cie = eh_cie(eh, e.fde.CIE_pointer);
@@ -835,13 +853,13 @@ static int read_function(struct ehframe *t, struct cfis *cfis, struct eh_direct 
 	int err = 0;
 
 	t->stats.fdes++;
-	if (f->src == SRC_EH && eh && read_function_direct(t, eh, f, limit, &pc, &err)) {
+	if (func_src(f) == SRC_EH && eh && read_function_direct(t, eh, f, limit, &pc, &err)) {
 		if (err)
 			return err;
 		t->stats.direct++;
 		goto done;
 	}
-	cfi = cfi_of(cfis, f->src);
+	cfi = cfi_of(cfis, func_src(f));
 	while (cfi && pc < limit) {
 		Dwarf_Addr start, end;
 		Dwarf_Frame *fr;
@@ -862,8 +880,8 @@ static int read_function(struct ehframe *t, struct cfis *cfis, struct eh_direct 
 		pc = end;
 	}
 done:
-	f->end = pc;
-	if (f->src == SRC_EH)
+	f->len = cap_len(pc - f->start);
+	if (func_src(f) == SRC_EH)
 		t->stats.eh_bytes += pc - f->start;
 	/* past the function's last row, up to the next: no unwind info */
 	if (pc < limit) {
@@ -880,7 +898,7 @@ static int cmp_func(const void *a, const void *b)
 
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	return x->src < y->src ? -1 : x->src > y->src; /* .eh_frame first */
+	return func_src(x) < func_src(y) ? -1 : func_src(x) > func_src(y); /* .eh_frame first */
 }
 
 static bool in_code(const struct ehframe *t, uint64_t addr)
@@ -968,8 +986,8 @@ static int read_debug_frame(struct ehframe *t, Elf *elf, Dwarf_CFI *eh)
 		if (!f)
 			return -ENOMEM;
 		f->start = start;
-		f->end = start + len;
-		f->src = SRC_DEBUG;
+		f->len = cap_len(len);
+		f->fde = FDE_DEBUG;
 		added++;
 	}
 	return added;
@@ -991,7 +1009,7 @@ static int build(struct ehframe *t, Elf *elf, Elf *dbg, unsigned flags)
 
 	err = read_segs(elf, &t->segs);
 	if (!err)
-		err = read_hdr_table(elf, &t->funcs);
+		err = read_hdr_table(elf, &t->funcs, &t->hdr_vaddr);
 	if (err && err != -ENOENT)
 		return err;
 	t->stats.code_bytes = 0;
@@ -1074,10 +1092,9 @@ static int keep_ranges(struct ehframe *t)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->funcs.nr; i++) {
 		const struct func *f = vec__at(&t->funcs, i);
-		uint64_t len = f->end > f->start ? f->end - f->start : 0;
 
 		t->ranges[i].start = f->start;
-		t->ranges[i].len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+		t->ranges[i].len = f->len;
 	}
 	t->nr_ranges = t->funcs.nr;
 	vec__free(&t->funcs);
@@ -1210,7 +1227,7 @@ uint64_t ehframe__func_start(const struct ehframe *t, uint64_t pc)
 		return range_start(t, pc);
 	i = bsearch_last_le(t->funcs.data, t->funcs.nr, sizeof(struct func), pc, func_key);
 	f = i < 0 ? NULL : vec__at(&t->funcs, i);
-	return f && pc < f->end ? f->start : 0;
+	return f && pc - f->start < f->len ? f->start : 0;
 }
 
 const struct ehframe_seg *ehframe__segs(const struct ehframe *t, size_t *nr)

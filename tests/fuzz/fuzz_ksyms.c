@@ -28,10 +28,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ksyms__load(path, &ks))
 		return 0;
 	for (size_t i = 0; i < 4; i++) {
-		const struct ksym *k = ksyms__find(ks, probe[i]);
+		struct ksym k;
 
-		if (k && (k->addr > probe[i] || strlen(k->name) > size ||
-			  (k->module && strlen(k->module) > size)))
+		if (ksyms__find(ks, probe[i], &k) &&
+		    (k.addr > probe[i] || strlen(k.name) > size ||
+		     (k.module && strlen(k.module) > size)))
 			abort();
 	}
 	ksyms__hidden(ks);
