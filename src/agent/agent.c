@@ -480,9 +480,27 @@ static const char *hhmmss(uint64_t unix_ns, char *buf, size_t size)
 }
 
 /* The window is over (or the agent stops): read it, write it, forget it. */
+/* The window's line on stderr: what it held, and what the agent holds. */
+static void say_window(const struct agent *a, const struct sampler_stats *st,
+		       const struct symbolizer_stats *ys, size_t files)
+{
+	struct mallinfo2 mi = mallinfo2();
+	char stamp[16];
+
+	p_info("window %s +%.1f s: %" PRIu64 " samples, %" PRIu64 " lost, %zu profiles written; "
+	       "%" PRIu64 " processes, %" PRIu64 " files held (symbols %.1f MB), %zu stack "
+	       "segments; RSS %.1f MB (heap %.1f MB), CPU %.2f s",
+	       hhmmss(a->from_unix_ns, stamp, sizeof(stamp)),
+	       (a->until_unix_ns - a->from_unix_ns) / 1e9,
+	       st->stat[BPFS_STAT_TAKEN] - a->last.stat[BPFS_STAT_TAKEN], lost_since(st, &a->last),
+	       files, ys->procs_live, ys->files_held, ys->symtab_bytes / 1e6,
+	       stream__nr_segments(a->stream), a->metrics.rss_bytes / 1e6,
+	       /* in use: from the heap and, 128 KiB or more, mmap'd */
+	       (mi.uordblks + mi.hblkhd) / 1e6, a->metrics.cpu_seconds);
+}
+
 static int close_window(struct agent *a, uint64_t until_unix)
 {
-	char stamp[16];
 	struct sampler_stats st;
 	struct symbolizer_stats ys;
 	size_t files = 0;
@@ -528,15 +546,7 @@ static int close_window(struct agent *a, uint64_t until_unix)
 		a->metrics.unwind_tables_built = us.built;
 	}
 	metrics__sample_self(&a->metrics);
-	p_info("window %s +%.1f s: %" PRIu64 " samples, %" PRIu64 " lost, %zu profiles written; "
-	       "%" PRIu64 " processes, %" PRIu64 " files held (symbols %.1f MB), %zu stack "
-	       "segments; RSS %.1f MB (heap %.1f MB), CPU %.2f s",
-	       hhmmss(a->from_unix_ns, stamp, sizeof(stamp)),
-	       (a->until_unix_ns - a->from_unix_ns) / 1e9,
-	       st.stat[BPFS_STAT_TAKEN] - a->last.stat[BPFS_STAT_TAKEN], lost_since(&st, &a->last),
-	       files, ys.procs_live, ys.files_held, ys.symtab_bytes / 1e6,
-	       stream__nr_segments(a->stream), a->metrics.rss_bytes / 1e6,
-	       mallinfo2().uordblks / 1e6, a->metrics.cpu_seconds);
+	say_window(a, &st, &ys, files);
 	a->last = st;
 	warn_sideband_lost(a);
 	warn_rate_lowered(a);
