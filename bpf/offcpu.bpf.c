@@ -212,22 +212,22 @@ static __always_inline void off_stacks(void *ctx, struct task_struct *task,
 #define OFF_KIND (BPFS_F_OFF_WAIT | BPFS_F_OFF_PREEMPTED)
 
 static __always_inline void remember_stacks(struct task_struct *task,
-					    const struct bpfs_count_key *key)
+					    const struct bpfs_count_key *key, struct off_last *l)
 {
 	struct off_last_key k = { key->tid, key->flags & OFF_KIND };
 	struct pt_regs *regs;
-	struct off_last l = {};
 
 	if (!task->mm)
 		return;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	l.ip = regs->ip;
-	l.sp = regs->sp;
-	l.orig_ax = regs->orig_ax;
-	l.kstack_id = key->kstack_id;
-	l.ustack_id = key->ustack_id;
-	l.flags = key->flags;
-	bpf_map_update_elem(&offlast, &k, &l, BPF_ANY);
+	l->ip = regs->ip;
+	l->sp = regs->sp;
+	l->orig_ax = regs->orig_ax;
+	l->kstack_id = key->kstack_id;
+	l->ustack_id = key->ustack_id;
+	l->flags = key->flags;
+	l->pad = 0;
+	bpf_map_update_elem(&offlast, &k, l, BPF_ANY);
 }
 
 /* The thread's last stacks, when it leaves from where it left then. */
@@ -264,12 +264,30 @@ static __always_inline void start_from_key(struct bpfs_off_start *s,
 	__builtin_memcpy(s->comm, k->comm, sizeof(s->comm));
 }
 
+/* The switch-out's key and start, per CPU rather than on the BPF stack:
+ * the 6.1 verifier caps the frames of a call chain at 512 bytes, and the
+ * switch-out's walk calls down to CPython's frame reader. The scheduler's
+ * path does not nest on a CPU. */
+struct out_scratch {
+	struct bpfs_count_key key;
+	struct bpfs_off_start s;
+	struct off_last last;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct out_scratch);
+} offscratch SEC(".maps");
+
 static __always_inline void switch_out(void *ctx, bool preempt)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tid = task->pid, pid = task->tgid, state;
-	struct bpfs_count_key key = {};
-	struct bpfs_off_start s;
+	__u32 tid = task->pid, pid = task->tgid, state, zero = 0;
+	struct bpfs_count_key *key;
+	struct bpfs_off_start *s;
+	struct out_scratch *sc;
 	__u64 now;
 	long err;
 
@@ -287,34 +305,42 @@ static __always_inline void switch_out(void *ctx, bool preempt)
 		off_add(BPFS_OFF_OUT_FILTERED, 1);
 		return;
 	}
+	sc = bpf_map_lookup_elem(&offscratch, &zero);
+	if (!sc) {
+		off_add(BPFS_OFF_OUT_LOST_FULL, 1);
+		return;
+	}
+	key = &sc->key;
+	s = &sc->s;
+	__builtin_memset(key, 0, sizeof(*key));
 	now = bpf_ktime_get_ns();
-	key.pid = pid;
-	key.tid = tid;
-	key.event = off_event;
+	key->pid = pid;
+	key->tid = tid;
+	key->event = off_event;
 	/* a blocked task leaves with a sleeping state; one that leaves
 	 * runnable (preempted, yielding) only waits for a CPU */
-	key.flags = preempt || state == TASK_RUNNING ? BPFS_F_OFF_PREEMPTED : BPFS_F_OFF_WAIT;
-	*(__u64 *)key.comm = *(volatile __u64 *)task->comm;
-	*(__u64 *)&key.comm[8] = *(volatile __u64 *)&task->comm[8];
+	key->flags = preempt || state == TASK_RUNNING ? BPFS_F_OFF_PREEMPTED : BPFS_F_OFF_WAIT;
+	*(__u64 *)key->comm = *(volatile __u64 *)task->comm;
+	*(__u64 *)&key->comm[8] = *(volatile __u64 *)&task->comm[8];
 	if (track_maps)
-		key.map_gen = map_gen_of(pid);
-	announce_process(&key, false);
+		key->map_gen = map_gen_of(pid);
+	announce_process(key, false);
 	if (walk_allowed(now)) {
-		off_stacks(ctx, task, &key);
-		remember_stacks(task, &key);
-	} else if (reuse_stacks(task, &key)) {
+		off_stacks(ctx, task, key);
+		remember_stacks(task, key, &sc->last);
+	} else if (reuse_stacks(task, key)) {
 		off_add(BPFS_OFF_OUT_REUSED, 1);
 	} else {
-		key.flags |= BPFS_F_OFF_NOWALK;
+		key->flags |= BPFS_F_OFF_NOWALK;
 		off_add(BPFS_OFF_OUT_NOWALK, 1);
 	}
-	start_from_key(&s, &key, now);
-	err = bpf_map_update_elem(&offstart, &tid, &s, BPF_NOEXIST);
+	start_from_key(s, key, now);
+	err = bpf_map_update_elem(&offstart, &tid, s, BPF_NOEXIST);
 	if (err == -EEXIST) {
 		/* a start the switch-in never ended: the iterator's, made
 		 * as the thread was being switched in (on_cpu not set yet) */
 		off_add(BPFS_OFF_OUT_REPLACED, 1);
-		err = bpf_map_update_elem(&offstart, &tid, &s, BPF_ANY);
+		err = bpf_map_update_elem(&offstart, &tid, s, BPF_ANY);
 	}
 	off_add(err ? BPFS_OFF_OUT_LOST_FULL : BPFS_OFF_OUT_STARTED, 1);
 }
@@ -360,17 +386,21 @@ static __always_inline void end_block(const struct bpfs_off_start *s, __u32 tid,
 	count_block(s, tid, len);
 }
 
-static __always_inline void switch_in(__u32 tid)
+/* Not inlined: its frame (a start and a count's key and value) is its
+ * own, not added to the one the switch-out's walk calls down from (the 6.1
+ * verifier caps the frames of a call chain at 512 bytes, and the walk's
+ * chain reaches CPython's frame reader). */
+static __noinline int switch_in(__u32 tid)
 {
 	struct bpfs_off_start *p, s;
 	__u64 now, t;
 
 	if (!tid)
-		return;
+		return 0;
 	p = bpf_map_lookup_elem(&offstart, &tid);
 	if (!p) {
 		off_add(BPFS_OFF_IN_UNKNOWN, 1);
-		return;
+		return 0;
 	}
 	now = bpf_ktime_get_ns();
 	/* exchanged, not read: a window's cut (off_cut) may move the start
@@ -381,6 +411,7 @@ static __always_inline void switch_in(__u32 tid)
 	bpf_map_delete_elem(&offstart, &tid);
 	off_add(BPFS_OFF_IN, 1);
 	end_block(&s, tid, now);
+	return 0;
 }
 
 /* The BTF tracepoint (5.5+): prev is current. */
