@@ -21,6 +21,7 @@
 
 #include "ehframe.h"
 #include "log.h"
+#include "regfile.h"
 #include "vec.h"
 
 /* DWARF register numbers on x86_64. */
@@ -1067,12 +1068,16 @@ static Elf *open_elf(const char *path, int *fd, int *err)
 {
 	Elf *elf;
 
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a regular file only (a FIFO put at the path would block the open
+	 * forever), and read, not mapped: the file is someone else's, who
+	 * can truncate it while it is read, and a read past the end of a
+	 * mapping is SIGBUS (elf_syms.c reads symbols the same way) */
+	*fd = regfile__open(path, 0, NULL);
 	if (*fd < 0) {
-		*err = -errno;
+		*err = *fd;
 		return NULL;
 	}
-	elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(*fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		if (elf)
 			elf_end(elf);

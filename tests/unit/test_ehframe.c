@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "debuginfo.h"
@@ -516,8 +518,22 @@ static void test_bad_input(void)
 {
 	struct ehframe *t;
 
+	char dir[] = "/tmp/bpfs-ehframe.XXXXXX", fifo[sizeof(dir) + 8];
+
 	CHECK(ehframe__load("/nonexistent/file", &t) == -ENOENT, "missing file");
 	CHECK(ehframe__load("/etc/passwd", &t) == -EINVAL, "not an ELF file");
+	/* a FIFO put where a binary was: refused, not opened (an open of a
+	 * FIFO without a writer blocks forever); devices likewise */
+	if (!mkdtemp(dir)) {
+		CHECK(false, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno));
+	CHECK(ehframe__load(fifo, &t) == -EINVAL, "a FIFO: refused");
+	CHECK(ehframe__load("/dev/zero", &t) == -EINVAL, "a device: refused");
+	unlink(fifo);
+	rmdir(dir);
 }
 
 static int cancel_asks;

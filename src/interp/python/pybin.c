@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "interp_python.h"
+#include "regfile.h"
 
 enum sym_id {
 	S_EVAL,
@@ -196,10 +197,11 @@ int pybin__read(const char *path, struct pybin *out)
 	int fd, err;
 
 	elf_version(EV_CURRENT);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a regular file, read, not mapped: as ehframe.c's open_elf */
+	fd = regfile__open(path, 0, NULL);
 	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		return fd;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf) {
 		close(fd);
 		return -EINVAL;
