@@ -400,7 +400,7 @@ static bool has_section(const char *path, const char *section)
 
 	if (fd < 0)
 		return false;
-	elf = elf_begin(fd, ELF_C_READ, NULL); /* not mapped: see elf_syms.c */
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (elf && elf_kind(elf) == ELF_K_ELF)
 		has = elf__has_contents(elf, section);
 	if (elf)

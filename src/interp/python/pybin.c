@@ -197,11 +197,11 @@ int pybin__read(const char *path, struct pybin *out)
 	int fd, err;
 
 	elf_version(EV_CURRENT);
-	/* a regular file, read, not mapped: as ehframe.c's open_elf */
+	/* a regular file only, mapped: as ehframe.c's open_elf */
 	fd = regfile__open(path, 0, NULL);
 	if (fd < 0)
 		return fd;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf) {
 		close(fd);
 		return -EINVAL;
