@@ -306,7 +306,7 @@ static __always_inline void switch_out(void *ctx, bool preempt)
 		return;
 	}
 	sc = bpf_map_lookup_elem(&offscratch, &zero);
-	if (!sc) {
+	if (!sc) { /* cannot happen (one entry per CPU); counted as a loss */
 		off_add(BPFS_OFF_OUT_LOST_FULL, 1);
 		return;
 	}
@@ -493,9 +493,9 @@ static __always_inline void before_start(struct task_struct *task, const bool us
 	}
 	if (!task->mm)
 		key.flags |= BPFS_F_KTHREAD;
-	else if (user && collect_user)
+	else if (collect_user && user)
 		before_user_stack(task, tw, &key);
-	else
+	else if (collect_user) /* -K asks for none: nothing to mark */
 		key.flags |= BPFS_F_OFF_NOUSER;
 	start_from_key(&s, &key, bpf_ktime_get_ns());
 	err = bpf_map_update_elem(&offstart, &tid, &s, BPF_NOEXIST);

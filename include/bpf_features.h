@@ -37,6 +37,9 @@ const char *bpf_features__since(enum bpf_feature f);
 /* Whether the full sampling program loads here (every helper it calls);
  * else the compat program runs (docs/design.md, "Kernels"). */
 bool bpf_features__full_sampler(void);
+/* Whether the kernel's BTF names sched_switch's tracepoint (tp_btf), else
+ * the raw tracepoint is the way (the off-CPU unit). */
+bool bpf_features__switch_tp_btf(void);
 /* The first feature the full program needs that this kernel lacks, or
  * BPFF_NR when none is missing. */
 enum bpf_feature bpf_features__first_missing(void);

@@ -12,28 +12,61 @@
 #include "bpf_features.h"
 #include "procmaps.h"
 
-/* Whether the kernel's BTF has a type of this name and kind. */
-static bool kernel_btf_has(const char *name, __u32 kind)
-{
-	struct btf *btf = btf__load_vmlinux_btf();
-	bool has = btf && btf__find_by_name_kind(btf, name, kind) > 0;
+/* What the probes look up in the kernel's BTF, all found in one parse of
+ * it (10 ms here: each probe parsing it again cost start-up 60 ms with
+ * --off-cpu), which is freed at once. */
+struct btf_names {
+	bool tp_exec;	/* btf_trace_sched_process_exec: tp_btf (5.5) */
+	bool tp_switch; /* btf_trace_sched_switch */
+	bool copy_task; /* BPF_FUNC_copy_from_user_task (5.18) */
+	bool preempt;	/* bpf_preempt_disable and _enable (6.10) */
+	bool task_work; /* bpf_task_work_schedule_resume_impl (6.18) */
+};
 
-	btf__free(btf);
-	return has;
+static bool has_type(const struct btf *btf, const char *name, __u32 kind)
+{
+	return btf__find_by_name_kind(btf, name, kind) > 0;
 }
 
-/* Whether the kernel's BTF has enum name with a value named value. */
-static bool kernel_btf_has_value(const char *name, const char *value)
+/* Whether enum name has a value named value. */
+static bool has_enum_value(const struct btf *btf, const char *name, const char *value)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
-	int id = btf ? btf__find_by_name_kind(btf, name, BTF_KIND_ENUM) : -1;
+	int id = btf__find_by_name_kind(btf, name, BTF_KIND_ENUM);
 	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
-	bool has = false;
 
-	for (int i = 0; t && i < btf_vlen(t) && !has; i++)
-		has = !strcmp(btf__name_by_offset(btf, btf_enum(t)[i].name_off), value);
+	for (int i = 0; t && i < btf_vlen(t); i++)
+		if (!strcmp(btf__name_by_offset(btf, btf_enum(t)[i].name_off), value))
+			return true;
+	return false;
+}
+
+static const struct btf_names *btf_names(void)
+{
+	static struct btf_names n;
+	static bool read;
+	struct btf *btf;
+
+	if (read)
+		return &n;
+	read = true;
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return &n; /* no BTF: none of them */
+	n.tp_exec = has_type(btf, "btf_trace_sched_process_exec", BTF_KIND_TYPEDEF);
+	n.tp_switch = has_type(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+	/* a helper of tracing programs only, which libbpf's helper probe
+	 * does not load: the kernel's list of helpers names it */
+	n.copy_task = has_enum_value(btf, "bpf_func_id", "BPF_FUNC_copy_from_user_task");
+	n.preempt = has_type(btf, "bpf_preempt_disable", BTF_KIND_FUNC) &&
+		    has_type(btf, "bpf_preempt_enable", BTF_KIND_FUNC);
+	n.task_work = has_type(btf, "bpf_task_work_schedule_resume_impl", BTF_KIND_FUNC);
 	btf__free(btf);
-	return has;
+	return &n;
+}
+
+bool bpf_features__switch_tp_btf(void)
+{
+	return btf_names()->tp_switch;
 }
 
 static bool helper(enum bpf_func_id id)
@@ -49,7 +82,7 @@ static bool probe_ringbuf(void)
 /* The tracepoints' BTF types (btf_trace_<name>) come with tp_btf. */
 static bool probe_tp_btf(void)
 {
-	return kernel_btf_has("btf_trace_sched_process_exec", BTF_KIND_TYPEDEF);
+	return btf_names()->tp_exec;
 }
 
 /* An empty map answers a batch lookup with ENOENT; a kernel without the
@@ -111,11 +144,9 @@ static bool probe_loop(void)
 	return helper(BPF_FUNC_loop);
 }
 
-/* A helper of tracing programs only, which libbpf's helper probe does not
- * load: the kernel's list of helpers names it. */
 static bool probe_copy_from_user_task(void)
 {
-	return kernel_btf_has_value("bpf_func_id", "BPF_FUNC_copy_from_user_task");
+	return btf_names()->copy_task;
 }
 
 static bool probe_ringbuf_dynptr(void)
@@ -125,13 +156,12 @@ static bool probe_ringbuf_dynptr(void)
 
 static bool probe_preempt_kfuncs(void)
 {
-	return kernel_btf_has("bpf_preempt_disable", BTF_KIND_FUNC) &&
-	       kernel_btf_has("bpf_preempt_enable", BTF_KIND_FUNC);
+	return btf_names()->preempt;
 }
 
 static bool probe_task_work(void)
 {
-	return kernel_btf_has("bpf_task_work_schedule_resume_impl", BTF_KIND_FUNC);
+	return btf_names()->task_work;
 }
 
 struct feature {

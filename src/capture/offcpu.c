@@ -133,19 +133,11 @@ static int share_maps(struct offcpu *oc)
  * fallback with BPFS_DEBUG_OFFCPU_RAW_TP. */
 static bool has_tp_btf(void)
 {
-	struct btf *vmlinux;
-	bool ok;
-
 	if (getenv("BPFS_DEBUG_OFFCPU_RAW_TP")) {
 		p_warn("BPFS_DEBUG_OFFCPU_RAW_TP: off-CPU through the raw tracepoint (for tests)");
 		return false;
 	}
-	vmlinux = btf__load_vmlinux_btf();
-	if (!vmlinux)
-		return false;
-	ok = btf__find_by_name_kind(vmlinux, "btf_trace_sched_switch", BTF_KIND_TYPEDEF) >= 0;
-	btf__free(vmlinux);
-	return ok;
+	return bpf_features__switch_tp_btf();
 }
 
 static int configure(struct offcpu *oc, const struct offcpu_opts *o)
@@ -278,13 +270,15 @@ int offcpu__new(struct sampler *s, const struct offcpu_opts *o, struct offcpu **
 	oc->before_user = before_user_wanted();
 	err = open_load(oc, o);
 	if (err == -EAGAIN) {
-		/* a verifier that refuses the sleepable walk: without it */
-		p_warn("off-CPU: the user stacks of threads blocked before the run cannot be "
-		       "read on this kernel (run with -vv for the verifier log); they are "
-		       "marked");
+		/* a verifier that refuses the sleepable walk: without it; said
+		 * only when that was the reason (else the error is said) */
 		offcpu_bpf__destroy(oc->skel);
 		oc->before_user = false;
 		err = open_load(oc, o);
+		if (!err)
+			p_warn("off-CPU: the user stacks of threads blocked before the run cannot "
+			       "be read on this kernel (run with -vv for the verifier log); they "
+			       "are marked");
 	}
 	if (err)
 		goto err_free;
