@@ -61,6 +61,7 @@ struct sampler {
 	 * and a budget spent there would starve the others) */
 	struct ring_buffer **rings;
 	struct sideband *sb;	/* mmap2 records, when following mappings */
+	uint64_t sb_read_ns;	/* CLOCK_MONOTONIC: when it was last read */
 	int epfd;		/* the rings' epoll set, with the side-band's */
 	int *ring_fds; /* one ring map per possible CPU; ours to close */
 	int nr_rings;
@@ -91,12 +92,37 @@ static uint64_t mono_ns(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+/* Reads the side-band ring, noting when. */
+static void read_sideband(struct sampler *s)
+{
+	s->sb_read_ns = mono_ns();
+	sideband__consume(s->sb);
+}
+
+/* A sample taken after the side-band was last read may have run in a
+ * mapping whose record came in since (the pass reads the side-band first,
+ * but a pass that starts a process's maps and tables takes milliseconds,
+ * in which it dlopens and runs): read it again first, so that the stream
+ * names the sample after it (seen: a dlopen'ed library's first samples
+ * named after the library mapped at that address a second later). */
+static void sideband_up_to(struct sampler *s, const void *data, size_t size)
+{
+	const struct bpfs_rec_sample *r = data;
+
+	if (s->sb && size >= sizeof(*r) && r->hdr.type == BPFS_REC_SAMPLE &&
+	    r->time_ns >= s->sb_read_ns)
+		read_sideband(s);
+}
+
 /* libbpf has consumed the record before it calls us, also when we return
  * an error, so stopping here loses nothing. */
 static int on_ring_record(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
-	int err = s->opts.on_record ? s->opts.on_record(s->opts.ctx, data, size) : 0;
+	int err;
+
+	sideband_up_to(s, data, size);
+	err = s->opts.on_record ? s->opts.on_record(s->opts.ctx, data, size) : 0;
 
 	if (err)
 		return err;
@@ -627,9 +653,10 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 	if (epoll_wait(s->epfd, evs, 8, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	/* Side-band first: a sample drained next, taken after a mapping the
-	 * side-band holds, finds that mapping known (stream mode). */
+	 * side-band holds, finds that mapping known (stream mode; one taken
+	 * after this read has it read again: sideband_up_to). */
 	if (s->sb)
-		sideband__consume(s->sb);
+		read_sideband(s);
 	/* Records are submitted without a wake-up until a ring is a quarter
 	 * full, so epoll may time out with data waiting: drain on the timer.
 	 * A ring_buffer's own epoll set has one ring, so its state needs no
@@ -676,7 +703,7 @@ int sampler__stop(struct sampler *s)
 	end = s->drain_end = t0 + FINAL_DRAIN_NS;
 	do {
 		if (s->sb)
-			sideband__consume(s->sb);
+			read_sideband(s);
 		n = drain_pass(s);
 		passes++;
 		records += n > 0 ? n : 0;
