@@ -22,6 +22,7 @@
 #include "hashmap.h"
 #include "log.h"
 #include "procmaps.h"
+#include "regfile.h"
 #include "sampler.h"
 #include "symbolize.h"
 #include "unwinder.h"
@@ -353,6 +354,17 @@ static uint64_t stream_min(void)
 	return e ? strtoull(e, NULL, 10) : STREAM_MIN_BYTES;
 }
 
+/* BPFS_DEBUG_STREAM_PAUSE_MS=N (tests): a pause between the two builds,
+ * in which the process that mapped the file can exit. */
+static void stream_pause(void)
+{
+	const char *e = getenv("BPFS_DEBUG_STREAM_PAUSE_MS");
+	long ms = e ? strtol(e, NULL, 10) : 0;
+
+	if (ms > 0)
+		nanosleep(&(struct timespec){ ms / 1000, ms % 1000 * 1000000L }, NULL);
+}
+
 struct stream_to {
 	struct unwinder *u;
 	uint32_t first;
@@ -404,6 +416,7 @@ static int load_streamed(struct unwinder *u, struct table *t, const char *path, 
 	to.first = alloc_table_rows(u, to.nr, name);
 	if (to.first == UINT32_MAX)
 		return ERR_SAID;
+	stream_pause();
 	sink = (struct ehframe_sink){ .fn = write_chunk, .ctx = &to, .chunk = STREAM_CHUNK };
 	err = ehframe__load_sink(path, &sink, &eh);
 	if (!err) {
@@ -476,44 +489,76 @@ static void load_table(struct unwinder *u, struct table *t, const char *path, co
 	u->stats.build_ns += now_ns() - t0;
 }
 
+/* The file of mapping m, held open while its table is built, and the
+ * path that reaches it through the descriptor: a process that exits in
+ * the middle of the build (a compiler's cc1 lives 50 ms; a large file's
+ * table is read twice) takes its /proc/PID/map_files link with it, and the
+ * table would be lost for every later process of the file. */
+static int hold_file(int pid, const struct procmap *m, char *path, size_t size)
+{
+	char link[128];
+	int fd;
+
+	snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
+		 m->end);
+	fd = regfile__open(link, 0, NULL);
+	if (fd >= 0)
+		snprintf(path, size, "/proc/self/fd/%d", fd);
+	return fd;
+}
+
+/* The table kept under key, or built now from the file at path. */
+static struct table *find_or_build(struct unwinder *u, const char *key, const char *path,
+				   const char *name)
+{
+	struct table *t = hashmap__find(u->tables, key);
+
+	if (t && t->idle_ns) { /* kept: taken up again, not built */
+		t->idle_ns = 0;
+		u->stats.reused++;
+	}
+	if (t)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	snprintf(t->key, sizeof(t->key), "%s", key);
+	t->by_build_id = !strchr(key, ':');
+	t->id = ++u->last_id;
+	load_table(u, t, path, name);
+	if (hashmap__set(u->tables, t->key, t, NULL)) {
+		rows_free(u, t->first, t->nr);
+		free(t->segs);
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
 /* The table of mapping m of pid, built when its file is new. */
 static struct table *get_table(struct unwinder *u, int pid, const struct procmap *m,
 			       const struct mapped_file *file)
 {
 	struct file_ent k = { m->dev, m->inode }, *f = hashmap__find(u->files, &k);
-	char path[4096 + 64], key[sizeof(((struct table *)0)->key)];
+	char path[64], key[sizeof(((struct table *)0)->key)];
 	struct table *t;
+	int fd;
 
 	if (f && f->t)
 		return f->t;
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
-		 m->end);
+	fd = hold_file(pid, m, path, sizeof(path));
+	if (fd < 0)
+		return NULL; /* gone: the next process of the file builds it */
 	/* the build-ID the file cache read when it opened the file (it
 	 * checks the inode it holds), else read here */
 	if (file && file->build_id)
 		snprintf(key, sizeof(key), "%s", file->build_id);
 	else if (elf_build_id__read(path, key, sizeof(key)))
 		snprintf(key, sizeof(key), "%" PRIx64 ":%" PRIu64, m->dev, m->inode);
-	t = hashmap__find(u->tables, key);
-	if (t && t->idle_ns) { /* kept: taken up again, not built */
-		t->idle_ns = 0;
-		u->stats.reused++;
-	}
-	if (!t) {
-		t = calloc(1, sizeof(*t));
-		if (!t)
-			return NULL;
-		memcpy(t->key, key, sizeof(t->key));
-		t->by_build_id = !strchr(key, ':');
-		t->id = ++u->last_id;
-		load_table(u, t, path, m->path);
-		if (hashmap__set(u->tables, t->key, t, NULL)) {
-			rows_free(u, t->first, t->nr);
-			free(t->segs);
-			free(t);
-			return NULL;
-		}
-	}
+	t = find_or_build(u, key, path, m->path);
+	close(fd);
+	if (!t)
+		return NULL;
 	if (!f) {
 		f = calloc(1, sizeof(*f));
 		if (f) {

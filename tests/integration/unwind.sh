@@ -125,6 +125,18 @@ while time.time() < t:
 	else
 		fail "python3, every table streamed" "${streamed:-no} tables streamed: $(grep 'unwind tables' "$TMP/pys.folded.err")"
 	fi
+	# a process that exits while its file's table is built (a compiler's
+	# cc1 lives 50 ms): the table is built all the same, through the
+	# file held open, for the next process of the file
+	BPFS_DEBUG_STREAM_MIN=4000000 BPFS_DEBUG_STREAM_PAUSE_MS=300 profile "$TMP/pyx.folded" -v -F 999 \
+		-- sh -c "$py -c pass; exec $py -c '${prog/2.5/2}'" ||
+		fail "python3 exiting mid-build run" "$(cat "$TMP/pyx.folded.err")"
+	comm_lines "$TMP/pyx.folded" python3.11 >"$TMP/pyx.only"
+	n=$(total "$TMP/pyx.only")
+	# the second process's first half second waits for its table (cut); without
+	# them, none of its stacks would reach the outermost frame
+	at_least "python3, the first process gone mid-build: the second's stacks reach the outermost frame, of $n" \
+		"$(ratio "$(samples_matching "$TMP/pyx.only" "$WHOLE")" "$n")" 0.60
 else
 	skip "python3" "no $py (Debian's python3.11)"
 fi
