@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "elf_syms.h"
+#include "namepack.h"
 #include "regfile.h"
 
 /* A symbol as read, while the table is built. */
@@ -30,7 +31,7 @@ struct rawsym {
 struct sym {
 	uint64_t addr;
 	uint32_t len;  /* lookups stop at addr + len: see sym_len() */
-	uint32_t name; /* offset in symtab->names */
+	uint32_t name; /* ref in symtab->names */
 };
 
 struct seg {
@@ -39,16 +40,15 @@ struct seg {
 	uint64_t filesz;
 };
 
-/* Names are copied into one arena, so the ELF file (and the copy of an
- * in-memory image) is closed right after load: a symtab pins no fd and no
- * mapping however long the cache keeps it. */
+/* Names are copied into a name set (compressed when large), so the ELF
+ * file (and the copy of an in-memory image) is closed right after load: a
+ * symtab pins no fd and no mapping however long the cache keeps it. */
 struct symtab {
 	struct sym *syms; /* sorted by addr, one per address */
 	size_t nr;
 	struct seg *segs;
 	size_t nsegs;
-	char *names;	   /* the kept symbols' names, each once */
-	size_t names_len;
+	struct namepack *names; /* the kept symbols' names, each once */
 	char build_id[2 * 64 + 1];
 	char debuglink[256]; /* .gnu_debuglink file name, "" if none */
 	uint32_t debuglink_crc;
@@ -349,15 +349,13 @@ static size_t fold_aliases(struct build *b)
  * .symtab name, are left behind with the build). */
 static int keep_symbols(struct symtab *st, const struct build *b, size_t k)
 {
+	struct namepack_build nb;
 	size_t len = 0;
 
 	for (size_t i = 0; i < k; i++)
 		len += b->syms[i].len + 1;
-	if (len > UINT32_MAX)
-		return -E2BIG;
 	st->syms = calloc(k ? k : 1, sizeof(*st->syms));
-	st->names = malloc(len ? len : 1);
-	if (!st->syms || !st->names)
+	if (!st->syms || namepack__begin(&nb, len))
 		return -ENOMEM;
 	for (size_t i = 0; i < k; i++) {
 		const struct rawsym *r = &b->syms[i];
@@ -365,14 +363,12 @@ static int keep_symbols(struct symtab *st, const struct build *b, size_t k)
 		st->syms[i] = (struct sym){
 			.addr = r->addr,
 			.len = sym_len(r, i + 1 < k ? b->syms[i + 1].addr : UINT64_MAX),
-			.name = (uint32_t)st->names_len,
 		};
-		memcpy(st->names + st->names_len, r->name, r->len);
-		st->names[st->names_len + r->len] = '\0';
-		st->names_len += r->len + 1;
+		if (namepack__add(&nb, r->name, r->len, &st->syms[i].name))
+			break;
 	}
 	st->nr = k;
-	return 0;
+	return namepack__finish(&nb, &st->names);
 }
 
 static int read_symbols(Elf *elf, struct symtab *st)
@@ -529,7 +525,7 @@ size_t symtab__mem_bytes(const struct symtab *st)
 	if (!st)
 		return 0;
 	return sizeof(*st) + st->nr * sizeof(*st->syms) + st->nsegs * sizeof(*st->segs) +
-	       st->names_len;
+	       namepack__bytes(st->names);
 }
 
 void symtab__free(struct symtab *st)
@@ -538,7 +534,7 @@ void symtab__free(struct symtab *st)
 		return;
 	free(st->syms);
 	free(st->segs);
-	free(st->names);
+	namepack__free(st->names);
 	free(st->path);
 	free(st);
 }
@@ -564,7 +560,7 @@ const char *symtab__find(const struct symtab *st, uint64_t vaddr, uint64_t *sym_
 		return NULL;
 	if (sym_off)
 		*sym_off = vaddr - s->addr;
-	return st->names + s->name;
+	return namepack__get(st->names, s->name);
 }
 
 int symtab__off_to_vaddr(const struct symtab *st, uint64_t off, uint64_t *vaddr)

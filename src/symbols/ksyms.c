@@ -5,21 +5,23 @@
 #include <string.h>
 
 #include "ksyms.h"
+#include "namepack.h"
 #include "vec.h"
 
-/* Every name and module name lives in one arena, cut to its size once
- * loaded; entries hold offsets into it. 16 bytes a symbol: a kernel has
- * 120,000 or more, and the agent keeps them for its life. */
+/* The kept names live in a compressed name set (3 MB of names become
+ * 1), the modules' in a plain one; entries hold refs into them. 16 bytes
+ * a symbol: a kernel has 120,000 or more, and the agent keeps them for its
+ * life. */
 struct kent {
 	uint64_t addr;
-	uint32_t name; /* arena offset */
-	uint32_t mod;  /* 0: vmlinux; else arena offset + 1 */
+	uint32_t name; /* ref in names */
+	uint32_t mod;  /* 0: vmlinux; else ref in mods + 1 */
 };
 
 struct ksyms {
 	struct kent *syms; /* sorted by addr, one per address */
 	size_t nr;
-	char *arena;
+	struct namepack *names, *mods;
 	bool hidden;
 };
 
@@ -156,34 +158,83 @@ static int cmp_entry(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Sorts and keeps the preferred entry per address. The arena, cut to
- * its size, moves to ks. */
-static int finish(struct loader *ld, struct ksyms *ks)
+/* Sorts and keeps the preferred entry per address. */
+static size_t keep_preferred(struct loader *ld)
 {
 	size_t k = 0;
-	struct kent *cut;
-	char *arena;
 
 	if (ld->nr)
 		qsort(ld->ents, ld->nr, sizeof(*ld->ents), cmp_entry);
-	ks->syms = malloc((ld->nr ? ld->nr : 1) * sizeof(*ks->syms));
-	if (!ks->syms)
-		return -ENOMEM;
-	arena = ld->arena_len ? realloc(ld->arena, ld->arena_len) : NULL;
-	ks->arena = arena ? arena : ld->arena;
-	ld->arena = NULL;
-	for (size_t i = 0; i < ld->nr; i++) {
-		const struct kentry *e = &ld->ents[i];
+	for (size_t i = 0; i < ld->nr; i++)
+		if (!k || ld->ents[k - 1].addr != ld->ents[i].addr)
+			ld->ents[k++] = ld->ents[i];
+	return k;
+}
 
-		if (k && ks->syms[k - 1].addr == e->addr)
-			continue;
-		ks->syms[k++] = (struct kent){ e->addr, e->name_off, e->mod_off };
+/* The modules' names as kept: their symbols come in runs, so one copy
+ * per run. */
+struct mod_run {
+	struct namepack_build b;
+	uint32_t old, ref; /* the run's module: loader offset + 1, ref + 1 */
+};
+
+static int keep_module(const struct loader *ld, struct mod_run *mr, uint32_t old, uint32_t *out)
+{
+	const char *m = ld->arena + old - 1;
+	uint32_t ref;
+
+	if (old != mr->old) {
+		if (namepack__add(&mr->b, m, strlen(m), &ref))
+			return mr->b.err;
+		mr->old = old;
+		mr->ref = ref + 1;
+	}
+	*out = mr->ref;
+	return 0;
+}
+
+static int keep_entries(const struct loader *ld, size_t k, struct namepack_build *names,
+			struct mod_run *mr, struct kent *syms)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < k && !err; i++) {
+		const struct kentry *e = &ld->ents[i];
+		const char *name = ld->arena + e->name_off;
+
+		syms[i] = (struct kent){ .addr = e->addr };
+		err = namepack__add(names, name, strlen(name), &syms[i].name);
+		if (!err && e->mod_off)
+			err = keep_module(ld, mr, e->mod_off, &syms[i].mod);
+	}
+	return err;
+}
+
+/* The kept entries, with their names moved into ks's sets. */
+static int finish(struct loader *ld, struct ksyms *ks)
+{
+	struct namepack_build names;
+	struct mod_run mr = {};
+	size_t k = keep_preferred(ld);
+	int err;
+
+	ks->syms = malloc((k ? k : 1) * sizeof(*ks->syms));
+	if (!ks->syms || namepack__begin(&names, ld->arena_len))
+		return -ENOMEM;
+	if (namepack__begin(&mr.b, 0)) {
+		namepack__abandon(&names);
+		return -ENOMEM;
 	}
 	ks->nr = k;
-	cut = k && k < ld->nr ? realloc(ks->syms, k * sizeof(*ks->syms)) : NULL;
-	if (cut)
-		ks->syms = cut;
-	return 0;
+	err = keep_entries(ld, k, &names, &mr, ks->syms);
+	if (!err)
+		err = namepack__finish(&names, &ks->names);
+	else
+		namepack__abandon(&names);
+	if (!err)
+		return namepack__finish(&mr.b, &ks->mods);
+	namepack__abandon(&mr.b);
+	return err;
 }
 
 int ksyms__load(const char *path, struct ksyms **out)
@@ -245,9 +296,9 @@ bool ksyms__find(const struct ksyms *ks, uint64_t addr, struct ksym *out)
 	if (!e)
 		return false;
 	out->addr = e->addr;
-	out->name = ks->arena + e->name;
-	out->module = e->mod ? ks->arena + e->mod - 1 : NULL;
-	return true;
+	out->name = namepack__get(ks->names, e->name);
+	out->module = e->mod ? namepack__get(ks->mods, e->mod - 1) : NULL;
+	return out->name != NULL;
 }
 
 bool ksyms__hidden(const struct ksyms *ks)
@@ -260,6 +311,7 @@ void ksyms__free(struct ksyms *ks)
 	if (!ks)
 		return;
 	free(ks->syms);
-	free(ks->arena);
+	namepack__free(ks->names);
+	namepack__free(ks->mods);
 	free(ks);
 }

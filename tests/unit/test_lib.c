@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The shared helpers: hash map (with deletion), growable array, binary
- * search. */
+ * search, name sets. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -12,6 +12,7 @@
 
 #include "atomicfile.h"
 #include "hashmap.h"
+#include "namepack.h"
 #include "unit.h"
 #include "vec.h"
 
@@ -163,10 +164,86 @@ static void test_atomicfile(void)
 	umask(old);
 }
 
+/* Name i of a set: mangled-looking, of varied lengths; one of 5000 bytes
+ * (a block of its own), one empty. */
+static size_t make_name(char *buf, size_t size, unsigned int i, unsigned int salt)
+{
+	if (i == 777) {
+		memset(buf, 'x', 5000);
+		buf[5000] = '\0';
+		return 5000;
+	}
+	if (i == 778) {
+		buf[0] = '\0';
+		return 0;
+	}
+	return (size_t)snprintf(buf, size, "_ZN4llvm%u%*sMethod%uEv", salt, (int)(i % 37), "",
+				i);
+}
+
+static struct namepack *make_set(unsigned int n, unsigned int salt, uint32_t *refs)
+{
+	struct namepack_build b;
+	struct namepack *np = NULL;
+	char name[6000];
+
+	if (namepack__begin(&b, (size_t)n * 40))
+		return NULL;
+	for (unsigned int i = 0; i < n; i++)
+		namepack__add(&b, name, make_name(name, sizeof(name), i, salt), &refs[i]);
+	return namepack__finish(&b, &np) ? NULL : np;
+}
+
+/* Every name read back as added, in an order that leaves the per-thread
+ * cache of decompressed blocks again and again; a set freed and another
+ * made at once never reads the first one's blocks. */
+static void test_namepack(void)
+{
+	enum { N = 20000 };
+	static uint32_t refs[N], refs2[N];
+	struct namepack *np = make_set(N, 1, refs), *small;
+	char want[6000];
+	unsigned int bad = 0;
+	uint32_t r;
+
+	CHECK(np != NULL, "a large set is made");
+	if (!np)
+		return;
+	for (unsigned int k = 0; k < 3 * N; k++) {
+		unsigned int i = (unsigned int)((k * 7919ULL) % N);
+		const char *got = namepack__get(np, refs[i]);
+
+		make_name(want, sizeof(want), i, 1);
+		bad += !got || strcmp(got, want);
+	}
+	CHECK(bad == 0, "every name read back as added (%u wrong)", bad);
+	CHECK(namepack__bytes(np) * 3 < (size_t)N * 40, "compressed: %zu bytes for %u names",
+	      namepack__bytes(np), N);
+	CHECK(namepack__get(np, UINT32_MAX) == NULL, "a ref past the names: NULL");
+	namepack__get(np, refs[5]);
+	namepack__free(np);
+	np = make_set(N, 2, refs2);
+	make_name(want, sizeof(want), 5, 2);
+	CHECK(np && !strcmp(namepack__get(np, refs2[5]), want), "a new set: its own names");
+	namepack__free(np);
+	{
+		struct namepack_build b;
+
+		CHECK(namepack__begin(&b, 16) == 0 && namepack__add(&b, "main", 4, &r) == 0 &&
+			      namepack__finish(&b, &small) == 0,
+		      "a small set is made");
+		CHECK(!strcmp(namepack__get(small, r), "main") &&
+			      namepack__get(small, r) == namepack__get(small, r),
+		      "a small set is plain: the same pointer each time");
+		namepack__free(small);
+	}
+}
+
 int main(void)
 {
 	RUN(test_hashmap_delete);
 	RUN(test_vec_and_bsearch);
 	RUN(test_atomicfile);
+	RUN(test_namepack);
 	UNIT_EXIT();
 }

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Names kept for a long time and read rarely: a symbol table's. Large
+ * sets are compressed in blocks of ~2 KiB (a C++ library's mangled names
+ * shrink to a quarter: libLLVM's 2.7 MB to 0.7), small ones kept as they
+ * are. A name is known by its ref, its offset among the names as added. */
+#ifndef BPFSAMPLER_NAMEPACK_H
+#define BPFSAMPLER_NAMEPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Sets of fewer bytes of names are kept plain: their lookups return a
+ * pointer into the set, with no decompression. */
+#define NAMEPACK_PLAIN_MAX (64 * 1024)
+
+struct namepack;
+
+/* A set of names being added to: expected (the bytes of the names with
+ * their terminators, or an estimate) chooses plain or compressed. */
+struct namepack_build {
+	struct namepack *np;
+	char *cur; /* the block being filled (compressed sets) */
+	size_t cur_len, cur_cap;
+	uint32_t cur_start; /* its first byte's ref */
+	int err;
+};
+
+int namepack__begin(struct namepack_build *b, size_t expected);
+/* Adds the len bytes at s as one name (a terminator is added); *ref says
+ * where it is. Errors stay in b->err (and are returned). */
+int namepack__add(struct namepack_build *b, const char *s, size_t len, uint32_t *ref);
+/* The set, ready to read; b is empty after (the set is the caller's). */
+int namepack__finish(struct namepack_build *b, struct namepack **out);
+void namepack__abandon(struct namepack_build *b);
+
+/* The name at ref: valid until the next namepack__get of a compressed
+ * set by this thread (16 blocks are kept decompressed per thread), or
+ * until the set is freed. NULL for a ref past the names, or when its
+ * block cannot be read. */
+const char *namepack__get(const struct namepack *np, uint32_t ref);
+size_t namepack__bytes(const struct namepack *np);
+void namepack__free(struct namepack *np);
+
+#endif
