@@ -328,19 +328,24 @@ void pyreg__on_code(struct pyreg *r, uint32_t pid, uint64_t code)
 
 /* Whether the object at n's address is still the one read: its name and
  * first line where they were (BPF reports each object again every half
- * second; one freed and another made at its address is read again). */
-static bool still_same(const struct pyproc *p, const struct pyname *n)
+ * second; one freed and another made at its address is read again).
+ * Unknown when they cannot be read: the process is exiting (its last
+ * blocks are reported as it goes) and keeps the names it had. */
+enum same { SAME, OTHER, UNKNOWN };
+
+static enum same still_same(const struct pyproc *p, const struct pyname *n)
 {
 	uint32_t off = p->l.co_qualname != BPFS_PY_NONE ? p->l.co_qualname : p->l.co_name;
 	uint64_t name;
 	int32_t first;
 
 	if (n->err)
-		return false;
-	return !py_read_process((void *)(uintptr_t)n->k.pid, n->k.code + off, &name, 8) &&
-	       !py_read_process((void *)(uintptr_t)n->k.pid, n->k.code + p->l.co_firstlineno,
-				&first, 4) &&
-	       name == n->name_obj && first == n->c.firstlineno;
+		return OTHER;
+	if (py_read_process((void *)(uintptr_t)n->k.pid, n->k.code + off, &name, 8) ||
+	    py_read_process((void *)(uintptr_t)n->k.pid, n->k.code + p->l.co_firstlineno, &first,
+			    4))
+		return UNKNOWN;
+	return name == n->name_obj && first == n->c.firstlineno ? SAME : OTHER;
 }
 
 static void read_code(struct pyreg *r, const struct code_key *k)
@@ -349,7 +354,7 @@ static void read_code(struct pyreg *r, const struct code_key *k)
 	struct pyname *n = hashmap__find(r->codes, k);
 
 	if (n) {
-		if (!p || !p->supported || still_same(p, n))
+		if (!p || !p->supported || still_same(p, n) != OTHER)
 			return;
 		hashmap__delete(r->codes, k, NULL, NULL);
 		free_name(n);
