@@ -507,9 +507,8 @@ static int hold_file(int pid, const struct procmap *m, char *path, size_t size)
 	return fd;
 }
 
-/* The table kept under key, or built now from the file at path. */
-static struct table *find_or_build(struct unwinder *u, const char *key, const char *path,
-				   const char *name)
+/* The table kept under key, taken up again if it was idle; or NULL. */
+static struct table *kept_table(struct unwinder *u, const char *key)
 {
 	struct table *t = hashmap__find(u->tables, key);
 
@@ -517,9 +516,15 @@ static struct table *find_or_build(struct unwinder *u, const char *key, const ch
 		t->idle_ns = 0;
 		u->stats.reused++;
 	}
-	if (t)
-		return t;
-	t = calloc(1, sizeof(*t));
+	return t;
+}
+
+/* A new table under key, built from the file at path. */
+static struct table *build_table(struct unwinder *u, const char *key, const char *path,
+				 const char *name)
+{
+	struct table *t = calloc(1, sizeof(*t));
+
 	if (!t)
 		return NULL;
 	snprintf(t->key, sizeof(t->key), "%s", key);
@@ -535,28 +540,42 @@ static struct table *find_or_build(struct unwinder *u, const char *key, const ch
 	return t;
 }
 
+/* The table of mapping m's file: kept under the build-ID the file cache
+ * read when it opened the file (it checks the inode it holds), else read
+ * here, through the file held open while it is built. */
+static struct table *table_of(struct unwinder *u, int pid, const struct procmap *m,
+			      const struct mapped_file *file)
+{
+	char path[64], key[sizeof(((struct table *)0)->key)];
+	struct table *t;
+	int fd;
+
+	if (file && file->build_id && (t = kept_table(u, file->build_id)))
+		return t;
+	fd = hold_file(pid, m, path, sizeof(path));
+	if (fd < 0)
+		return NULL; /* gone: the next process of the file builds it */
+	if (file && file->build_id)
+		snprintf(key, sizeof(key), "%s", file->build_id);
+	else if (elf_build_id__read(path, key, sizeof(key)))
+		snprintf(key, sizeof(key), "%" PRIx64 ":%" PRIu64, m->dev, m->inode);
+	t = kept_table(u, key);
+	if (!t)
+		t = build_table(u, key, path, m->path);
+	close(fd);
+	return t;
+}
+
 /* The table of mapping m of pid, built when its file is new. */
 static struct table *get_table(struct unwinder *u, int pid, const struct procmap *m,
 			       const struct mapped_file *file)
 {
 	struct file_ent k = { m->dev, m->inode }, *f = hashmap__find(u->files, &k);
-	char path[64], key[sizeof(((struct table *)0)->key)];
 	struct table *t;
-	int fd;
 
 	if (f && f->t)
 		return f->t;
-	fd = hold_file(pid, m, path, sizeof(path));
-	if (fd < 0)
-		return NULL; /* gone: the next process of the file builds it */
-	/* the build-ID the file cache read when it opened the file (it
-	 * checks the inode it holds), else read here */
-	if (file && file->build_id)
-		snprintf(key, sizeof(key), "%s", file->build_id);
-	else if (elf_build_id__read(path, key, sizeof(key)))
-		snprintf(key, sizeof(key), "%" PRIx64 ":%" PRIu64, m->dev, m->inode);
-	t = find_or_build(u, key, path, m->path);
-	close(fd);
+	t = table_of(u, pid, m, file);
 	if (!t)
 		return NULL;
 	if (!f) {

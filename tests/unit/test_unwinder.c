@@ -19,6 +19,8 @@
 
 #include "debuginfo.h"
 #include "ehframe.h"
+#include "elf_syms.h"
+#include "filecache.h"
 #include "procmaps.h"
 #include "unwinder.h"
 #include "unit.h"
@@ -301,11 +303,72 @@ out:
 	free(rows);
 }
 
+/* The files of pm as the file cache gives them: their build-IDs. */
+static void files_of(const struct procmaps *pm, struct mapped_file *f, char (*ids)[129],
+		     const struct mapped_file **out)
+{
+	for (size_t i = 0; i < pm->nr; i++) {
+		const char *path = pm->maps[i].path;
+
+		f[i] = (struct mapped_file){ .path = path };
+		if (path && path[0] == '/' && !elf_build_id__read(path, ids[i], 129))
+			f[i].build_id = ids[i];
+		out[i] = &f[i];
+	}
+}
+
+/* A process gone before its maps are noted (a compiler's cc1 lives 50
+ * ms): its files' tables are neither built nor kept as files without
+ * one, so the next process of the files builds them; and a table kept
+ * under a build-ID is taken up for a gone process's file without the
+ * file being opened again. */
+static void test_gone(void)
+{
+	struct bpfs_unwind_row *rows = calloc(1 << 20, sizeof(*rows));
+	struct unwinder_opts o = { .rows = rows, .max_rows = 1 << 20, .procs_fd = -1,
+				   .rows_fd = -1, .keep_ns = 3600 * 1000000000ULL };
+	static struct mapped_file f[512];
+	static const struct mapped_file *files[512];
+	static char ids[512][129];
+	struct unwinder_stats st, st2;
+	struct procmaps *pa = NULL;
+	struct unwinder *u = NULL;
+	pid_t a = spawn_sleeper(), b;
+
+	CHECK(rows && a > 0 && !procmaps__load(a, &pa) && !unwinder__new(&o, &u), "set-up");
+	if (!rows || !pa || !u || pa->nr > 512)
+		goto out;
+	reap(a);
+	unwinder__note_maps(u, a, pa, NULL);
+	unwinder__stats(u, &st);
+	CHECK(st.built == 0 && st.no_table == 0 && st.tables == 0,
+	      "a gone process: nothing built, nothing kept (%llu built, %llu without a table)",
+	      (unsigned long long)st.built, (unsigned long long)st.no_table);
+	b = spawn_sleeper();
+	unwinder__note_maps(u, b, pa, NULL); /* the same files, at the same places */
+	unwinder__stats(u, &st);
+	CHECK(st.built >= 3, "the next process of the files builds their tables: %llu",
+	      (unsigned long long)st.built);
+	reap(b);
+	unwinder__sweep(u); /* kept, idle */
+	files_of(pa, f, ids, files);
+	unwinder__note_maps(u, a, pa, files);
+	unwinder__stats(u, &st2);
+	CHECK(st2.built == st.built && st2.reused >= 3,
+	      "a gone process's files, known by build-ID: kept tables taken up (%llu reused)",
+	      (unsigned long long)st2.reused);
+out:
+	unwinder__free(u);
+	procmaps__free(pa);
+	free(rows);
+}
+
 int main(void)
 {
 	RUN(test_lifetimes);
 	RUN(test_full);
 	RUN(test_kept);
+	RUN(test_gone);
 	RUN(test_debug_frame_source);
 	UNIT_EXIT();
 }
