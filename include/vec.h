@@ -28,6 +28,9 @@ static inline void *vec__at(const struct vec *v, size_t i)
 {
 	return (char *)v->data + i * v->elem;
 }
+/* Cuts the memory to the elements in use: for an array kept long after
+ * it is made. */
+void vec__shrink(struct vec *v);
 /* Forgets the elements, keeps the memory. */
 static inline void vec__clear(struct vec *v)
 {

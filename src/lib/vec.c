@@ -42,6 +42,19 @@ int vec__append(struct vec *v, const void *src, size_t n)
 	return 0;
 }
 
+void vec__shrink(struct vec *v)
+{
+	void *data;
+
+	if (!v->nr || v->nr == v->cap)
+		return;
+	data = realloc(v->data, v->nr * v->elem);
+	if (!data)
+		return; /* kept as it was: still right, only larger */
+	v->data = data;
+	v->cap = v->nr;
+}
+
 void vec__free(struct vec *v)
 {
 	free(v->data);
