@@ -62,6 +62,44 @@ else
 fi
 n=$(grep -c 'bpfsampler: window ' "$TMP/agent.log")
 [ "$n" -ge 6 ] && pass "one status line per window ($n)" || fail "one status line per window" "$n"
+# The agent keeps the kernel's symbol names compressed (namepack.h): each
+# kernel location of its windows is named as /proc/kallsyms names its
+# address (a return address's call: the symbol at or below address - 1).
+# BPF programs are named while they are loaded (bpfprogs), not from the
+# names kept: left out.
+for f in "$D"/*.pb.gz; do pprof_raw "$f"; done | awk '/^Locations/ { l = 1; next } /^Mappings/ { l = 0 }
+	l && $2 ~ /^0xffff/ && $3 ~ /^M=/ { print $2, $4 }' | sort -u >"$TMP/klocs"
+awk '$2 ~ /^[tTwW]$/ { print $1, $3 }' /proc/kallsyms >"$TMP/ksyms"
+read -r good total < <(python3 - "$TMP/ksyms" "$TMP/klocs" 2>"$TMP/kbad" <<'PYEOF'
+import bisect, sys
+syms = sorted((int(a, 16), n) for a, n in (l.split()[:2] for l in open(sys.argv[1])))
+addrs = [a for a, _ in syms]
+good = total = 0
+for line in open(sys.argv[2]):
+    addr, name = line.split()[:2]
+    addr = int(addr, 16)
+    if name.startswith("bpf_prog_"):
+        continue  # BPF programs: named while loaded, not from kallsyms
+    ok = False
+    for look in (addr, addr - 1):
+        i = bisect.bisect_right(addrs, look) - 1
+        # aliases at one address: any of them is the kernel's name
+        j = i
+        while j >= 0 and addrs[j] == addrs[i]:
+            ok |= syms[j][1] == name
+            j -= 1
+    good += ok
+    total += 1
+    if not ok:
+        print(hex(addr), name, file=sys.stderr)
+print(good, total)
+PYEOF
+)
+if [ "${total:-0}" -ge 20 ] && [ "$good" -eq "$total" ]; then
+	pass "kernel frames named as /proc/kallsyms names them, from compressed names ($good of $total locations)"
+else
+	fail "kernel frames named as /proc/kallsyms names them" "$good of $total; named otherwise: $(head -5 "$TMP/kbad")"
+fi
 grep -q '^bpfsampler_windows_written_total [1-9]' "$TMP/agent.prom" &&
 	grep -q '^bpfsampler_samples_total{event="cpu-clock"} [1-9]' "$TMP/agent.prom" &&
 	grep -q '^bpfsampler_unwind_table_rows [1-9]' "$TMP/agent.prom" &&
