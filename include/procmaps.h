@@ -36,5 +36,8 @@ bool procmaps__has_query(void);
 /* The mapping containing addr, or NULL. Binary search. */
 const struct procmap *procmaps__find(const struct procmaps *pm, uint64_t addr);
 void procmaps__free(struct procmaps *pm);
+/* /proc/PID/map_files/START-END: m's file while pid maps it there (a
+ * deleted file, one in another mount namespace), into buf[size]. */
+void procmaps__file_link(int pid, const struct procmap *m, char *buf, size_t size);
 
 #endif

@@ -503,8 +503,7 @@ static char *mapping_path(const struct proc *p, const struct procmap *m, const c
 
 	if (seen && seen[0] == '/')
 		return undeleted(seen, strlen(seen));
-	snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start,
-		 m->end);
+	procmaps__file_link(p->pid, m, link, sizeof(link));
 	n = readlink(link, buf, sizeof(buf) - 1);
 	if (n > 0) {
 		buf[n] = 0;

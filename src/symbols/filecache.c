@@ -163,7 +163,7 @@ void filecache__free(struct filecache *fc)
  * path[size], with its status. */
 static int find_file(int pid, const struct procmap *m, char *path, size_t size, struct stat *sb)
 {
-	snprintf(path, size, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+	procmaps__file_link(pid, m, path, size);
 	if (!stat(path, sb))
 		return 0;
 	snprintf(path, size, "/proc/%d/root%s", pid, m->path);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -268,4 +269,9 @@ void procmaps__free(struct procmaps *pm)
 		free(pm->maps[i].path);
 	free(pm->maps);
 	free(pm);
+}
+
+void procmaps__file_link(int pid, const struct procmap *m, char *buf, size_t size)
+{
+	snprintf(buf, size, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
 }

@@ -499,8 +499,7 @@ static int hold_file(int pid, const struct procmap *m, char *path, size_t size)
 	char link[128];
 	int fd;
 
-	snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
-		 m->end);
+	procmaps__file_link(pid, m, link, sizeof(link));
 	fd = regfile__open(link, 0, NULL);
 	if (fd >= 0)
 		snprintf(path, size, "/proc/self/fd/%d", fd);

@@ -162,8 +162,7 @@ static int read_pybin(int pid, const struct procmap *m, struct pybin *b)
 	char path[96];
 	int err;
 
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
-		 m->end);
+	procmaps__file_link(pid, m, path, sizeof(path));
 	err = pybin__read(path, b);
 	if (!err || err == -ENOENT)
 		return err;
