@@ -23,6 +23,7 @@
 #include "log.h"
 #include "procmaps.h"
 #include "pyreg.h"
+#include "regfile.h"
 #include "sampler.h"
 #include "symbolize.h"
 #include "vec.h"
@@ -154,24 +155,49 @@ void pyreg__free(struct pyreg *r)
 	free(r);
 }
 
-/* The file of mapping m, read once per device and inode. */
-/* pybin__read of m's file, through the process (it may be deleted, or in
- * another mount namespace), else through its root. */
-static int read_pybin(int pid, const struct procmap *m, struct pybin *b)
+/* Whether pid still has an address space: a zombie keeps its pid but has
+ * neither an exe link nor its mappings. */
+static bool has_mm(int pid)
 {
-	char path[96];
-	int err;
+	char path[32], target[8];
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	return readlink(path, target, sizeof(target)) > 0;
+}
+
+/* m's file, opened while pid maps it (it may be deleted, or in another
+ * mount namespace), else through its root. -ESRCH when neither opens
+ * because the process is gone (nothing is known of the file yet), else
+ * why the file cannot be opened. */
+static int open_mapped(int pid, const struct procmap *m)
+{
+	char path[4096 + 32];
+	int fd;
 
 	procmaps__file_link(pid, m, path, sizeof(path));
+	fd = regfile__open(path, 0, NULL);
+	if (fd >= 0)
+		return fd;
+	if (snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->path) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = regfile__open(path, 0, NULL);
+	if (fd < 0 && !has_mm(pid))
+		return -ESRCH;
+	return fd;
+}
+
+/* pybin__read of m's file, through the descriptor opened for it. */
+static int read_pybin(int pid, const struct procmap *m, struct pybin *b)
+{
+	char path[32];
+	int fd = open_mapped(pid, m), err;
+
+	if (fd < 0)
+		return fd;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	err = pybin__read(path, b);
-	if (!err || err == -ENOENT)
-		return err;
-	/* not readable now (it exited, or no such link): by its path */
-	snprintf(path, sizeof(path), "/proc/%d/root", pid);
-	if (strlen(path) + strlen(m->path) >= sizeof(path) - 1)
-		return err;
-	strcat(path, m->path);
-	return pybin__read(path, b);
+	close(fd);
+	return err;
 }
 
 static const struct pyfile *file_of(struct pyreg *r, int pid, const struct procmap *m)
@@ -189,6 +215,10 @@ static const struct pyfile *file_of(struct pyreg *r, int pid, const struct procm
 		return NULL;
 	*f = key;
 	f->err = read_pybin(pid, m, &b);
+	if (f->err == -ESRCH) { /* not read: the next process of the file reads it */
+		free(f);
+		return NULL;
+	}
 	if (!f->err && !(f->b = malloc(sizeof(b))))
 		f->err = -ENOMEM;
 	if (!f->err) {
