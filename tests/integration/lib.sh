@@ -64,6 +64,12 @@ samples_with() {
 }
 
 # samples_matching FILE REGEX: samples whose line (without count) matches.
+# The perf maps tests/workloads/jit.c left in /tmp (a JIT leaves its map
+# for the profiler to read after the exit; the test that ran it removes it).
+remove_jit_maps() {
+	grep -l jit_hot_loop /tmp/perf-*.map 2>/dev/null | xargs -r rm -f
+}
+
 samples_matching() {
 	awk -v re="$2" '{
 		n = $NF; line = $0; sub(/ [0-9]+$/, "", line)

@@ -43,6 +43,7 @@ step "a JIT's perf map, stream mode, samples format" \
 	"$BPFS" -F 999 -d 2 --mode stream --format samples -o "$TMP/jit.samples" -p $jit
 kill $jit 2>/dev/null
 wait $jit 2>/dev/null
+rm -f "/tmp/perf-$jit.map"
 
 step "a command profiled to its end" "$BPFS" -F 999 -o "$TMP/cmd.folded" -- "$W/shares" 1
 

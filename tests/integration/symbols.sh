@@ -124,7 +124,7 @@ anon=$(samples_matching "$TMP/jit2.folded" '^jit;.*[[]anon[]][+]0x')
 [ "$n" -eq 0 ] && [ "$anon" -gt 500 ] && grep -qE "ignoring .*perf-[0-9]+[.]map" "$TMP/jit2.folded.err" &&
 	pass "a perf map owned by another user is ignored, and said so" ||
 	fail "a perf map owned by another user is ignored" "named $n, anon $anon: $(cat "$TMP/jit2.folded.err")"
-grep -l jit_hot_loop /tmp/perf-*.map 2>/dev/null | xargs -r rm -f
+remove_jit_maps
 
 # End to end with a JIT that is not root's (issue #14 item 6): the JIT runs
 # as uid 65534, its map written by the test and given to OWNER; docs/design.md

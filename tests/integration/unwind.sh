@@ -184,6 +184,7 @@ grep -q "[1-9][0-9]* user stacks cut by a read fault" "$TMP/fault.folded.err" &&
 	pass "summary counts: read fault" || fail "summary counts: read fault" "$(cat "$TMP/fault.folded.err")"
 # JIT code has no table: --unwind dwarf does not guess through it
 profile "$TMP/jit.folded" -F 999 --unwind dwarf -- "$W/jit" 1 || fail "jit run"
+remove_jit_maps
 [ "$(samples_matching "$TMP/jit.folded" '[[]truncated: no unwind info[]];jit_hot_loop$')" -gt 0 ] &&
 	pass "reason: no unwind info (JIT code, --unwind dwarf)" ||
 	fail "reason: no unwind info" "$(head -5 "$TMP/jit.folded")"
