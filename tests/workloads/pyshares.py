@@ -9,7 +9,8 @@ with the sampling period and favour one leaf. With "json": encode() calls json.d
 so the C encoder (native code called from Python) runs under encode.
 Runs for SECONDS of its own CPU time (a busy machine stretches the wall
 time, not the samples), 0: until killed; with $PYSHARES_READY set, creates
-that file once start-up is over. Any CPython 3.x."""
+that file once start-up is over; with $PYSHARES_TRUTH set, writes the CPU
+time it measured in each leaf (write_truth). Any CPython 3.7+."""
 import json
 import os
 import random
@@ -33,13 +34,36 @@ def leaf_b(n):
 
 def outer(deadline):
     # the clock is a system call (CPU time has no vDSO): read it every
-    # tenth round, so outer's own time stays small beside the leaves'
+    # tenth round, so outer's own time stays small beside the leaves'.
+    # spent: the thread's CPU time in each leaf, as the process measures
+    # it (a leaf may run slower than its twin in one process: where the
+    # heap put its code object, say), for the test to compare with.
     rounds = random.Random(1)
+    clock = time.thread_time_ns
+    spent = [0, 0]
     while time.process_time() < deadline:
         for _ in range(10):
             n = 800 + rounds.randrange(400)
+            t0 = clock()
             leaf_a(n)
+            t1 = clock()
             leaf_b(2 * n)
+            t2 = clock()
+            spent[0] += t1 - t0
+            spent[1] += t2 - t1
+    return spent
+
+
+def write_truth(spent):
+    """With $PYSHARES_TRUTH set: the CPU ns spent in leaf_a and leaf_b,
+    into PREFIX.COMM.PID."""
+    prefix = os.environ.get("PYSHARES_TRUTH")
+    if not prefix:
+        return
+    with open("/proc/self/comm") as f:
+        comm = f.read().strip()
+    with open("%s.%s.%d" % (prefix, comm, os.getpid()), "w") as f:
+        f.write("%d %d\n" % (spent[0], spent[1]))
 
 
 def encode(deadline):
@@ -59,7 +83,7 @@ def main():
     if len(sys.argv) > 2 and sys.argv[2] == "json":
         encode(deadline)
     else:
-        outer(deadline)
+        write_truth(outer(deadline))
     time.sleep(float(os.environ.get("PYSHARES_LINGER", "0")))
 
 
