@@ -35,6 +35,8 @@ void *vec__push(struct vec *v)
 
 int vec__append(struct vec *v, const void *src, size_t n)
 {
+	if (!n) /* an empty vector has no data to point into */
+		return 0;
 	if (vec__reserve(v, v->nr + n))
 		return -ENOMEM;
 	memcpy(vec__at(v, v->nr), src, n * v->elem);

@@ -70,6 +70,8 @@ static void test_vec_and_bsearch(void)
 	struct vec v = VEC_INIT(uint64_t);
 	uint64_t more[] = { 1000, 2000 };
 
+	/* no data yet: nothing to point into (UBSan, fuzz_ksyms) */
+	CHECK(!vec__append(&v, more, 0) && v.nr == 0 && !v.data, "nothing onto an empty vector");
 	for (uint64_t i = 0; i < 100; i++) {
 		uint64_t *e = vec__push(&v);
 
@@ -236,9 +238,14 @@ static void test_namepack(void)
 	{
 		struct namepack_build b;
 
-		CHECK(namepack__begin(&b, 16) == 0 && namepack__add(&b, "main", 4, &r) == 0 &&
+		uint32_t empty;
+
+		CHECK(namepack__begin(&b, 16) == 0 && namepack__add(&b, "", 0, &empty) == 0 &&
+			      namepack__add(&b, "main", 4, &r) == 0 &&
 			      namepack__finish(&b, &small) == 0,
-		      "a small set is made");
+		      "a small set is made, an empty name first");
+		CHECK(namepack__get(small, empty) && !*namepack__get(small, empty),
+		      "the empty name read back");
 		CHECK(!strcmp(namepack__get(small, r), "main") &&
 			      namepack__get(small, r) == namepack__get(small, r),
 		      "a small set is plain: the same pointer each time");
