@@ -19,7 +19,7 @@
 
 /* From now on, sets of NAMEPACK_PLAIN_MAX bytes or more are compressed
  * (process-wide, like the allocator's policy: compressing libLLVM's names
- * costs ~60 ms at load and 2-4 us a lookup that misses the cache, which a
+ * costs ~40 ms at load and 1-2 us a lookup that misses the cache, which a
  * one-shot profile would pay at its end for nothing). */
 void namepack__compress_large(void);
 

@@ -39,5 +39,10 @@ void procmaps__free(struct procmaps *pm);
 /* /proc/PID/map_files/START-END: m's file while pid maps it there (a
  * deleted file, one in another mount namespace), into buf[size]. */
 void procmaps__file_link(int pid, const struct procmap *m, char *buf, size_t size);
+/* m's file, opened read-only: through its map_files link while pid maps
+ * it, else by its path in pid's root when the inode there is still m's.
+ * -ESRCH when pid has no address space left (exited, or a zombie): nothing
+ * is known of the file, the next process of it may tell; else -errno. */
+int procmaps__open_file(int pid, const struct procmap *m);
 
 #endif

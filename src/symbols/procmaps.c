@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "procmaps.h"
+#include "regfile.h"
 
 /* One line: "start-end perms offset major:minor inode   path". The path may
  * hold spaces, and ends in " (deleted)" when the file was removed. */
@@ -274,4 +276,39 @@ void procmaps__free(struct procmaps *pm)
 void procmaps__file_link(int pid, const struct procmap *m, char *buf, size_t size)
 {
 	snprintf(buf, size, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+}
+
+/* Whether pid still has an address space: a zombie keeps its pid but has
+ * neither an exe link nor its mappings. */
+static bool has_mm(int pid)
+{
+	char path[32], target[8];
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	return readlink(path, target, sizeof(target)) > 0;
+}
+
+int procmaps__open_file(int pid, const struct procmap *m)
+{
+	char path[4096 + 32];
+	struct stat sb;
+	int fd;
+
+	procmaps__file_link(pid, m, path, sizeof(path));
+	fd = regfile__open(path, 0, NULL);
+	if (fd >= 0)
+		return fd;
+	if (m->path && m->path[0] == '/' &&
+	    snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->path) < (int)sizeof(path)) {
+		fd = regfile__open(path, 0, &sb);
+		if (fd >= 0 && (uint64_t)sb.st_ino == m->inode)
+			return fd;
+		if (fd >= 0) { /* another file at the path now */
+			close(fd);
+			fd = -ESTALE;
+		}
+	}
+	if (!has_mm(pid))
+		return -ESRCH;
+	return fd < 0 ? fd : -ENOENT;
 }

@@ -22,7 +22,6 @@
 #include "hashmap.h"
 #include "log.h"
 #include "procmaps.h"
-#include "regfile.h"
 #include "sampler.h"
 #include "symbolize.h"
 #include "unwinder.h"
@@ -496,11 +495,8 @@ static void load_table(struct unwinder *u, struct table *t, const char *path, co
  * table would be lost for every later process of the file. */
 static int hold_file(int pid, const struct procmap *m, char *path, size_t size)
 {
-	char link[128];
-	int fd;
+	int fd = procmaps__open_file(pid, m);
 
-	procmaps__file_link(pid, m, link, sizeof(link));
-	fd = regfile__open(link, 0, NULL);
 	if (fd >= 0)
 		snprintf(path, size, "/proc/self/fd/%d", fd);
 	return fd;
@@ -545,20 +541,24 @@ static struct table *build_table(struct unwinder *u, const char *key, const char
 static struct table *table_of(struct unwinder *u, int pid, const struct procmap *m,
 			      const struct mapped_file *file)
 {
-	char path[64], key[sizeof(((struct table *)0)->key)];
+	char path[64], key[sizeof(((struct table *)0)->key)] = "";
 	struct table *t;
 	int fd;
 
-	if (file && file->build_id && (t = kept_table(u, file->build_id)))
-		return t;
+	if (file && file->build_id) {
+		snprintf(key, sizeof(key), "%s", file->build_id);
+		if ((t = kept_table(u, key)))
+			return t;
+	}
 	fd = hold_file(pid, m, path, sizeof(path));
 	if (fd < 0)
 		return NULL; /* gone: the next process of the file builds it */
-	if (file && file->build_id)
-		snprintf(key, sizeof(key), "%s", file->build_id);
-	else if (elf_build_id__read(path, key, sizeof(key)))
-		snprintf(key, sizeof(key), "%" PRIx64 ":%" PRIu64, m->dev, m->inode);
-	t = kept_table(u, key);
+	t = NULL;
+	if (!key[0]) { /* no build-ID from the cache: read here, else the inode */
+		if (elf_build_id__read(path, key, sizeof(key)))
+			snprintf(key, sizeof(key), "%" PRIx64 ":%" PRIu64, m->dev, m->inode);
+		t = kept_table(u, key);
+	}
 	if (!t)
 		t = build_table(u, key, path, m->path);
 	close(fd);

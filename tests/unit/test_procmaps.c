@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "procmaps.h"
@@ -136,6 +137,40 @@ static void test_self(void)
 	procmaps__free(pm);
 }
 
+/* A mapping's file opened through its link, else by its path if the
+ * inode there is the mapping's; -ESRCH once the process has no address
+ * space left (the caller keeps no verdict then). */
+static void test_open_file(void)
+{
+	struct procmaps *pm = NULL;
+	struct procmap m;
+	pid_t child;
+	int fd;
+
+	CHECK(procmaps__load(getpid(), &pm) == 0 && procmaps__find(pm, (uintptr_t)here),
+	      "own maps");
+	if (!pm || !procmaps__find(pm, (uintptr_t)here))
+		return;
+	m = *procmaps__find(pm, (uintptr_t)here);
+	fd = procmaps__open_file(getpid(), &m);
+	CHECK(fd >= 0, "through map_files: %d", fd);
+	if (fd >= 0)
+		close(fd);
+	m.start = 0x1000, m.end = 0x2000; /* no such link: by the path */
+	fd = procmaps__open_file(getpid(), &m);
+	CHECK(fd >= 0, "by its path, the same inode: %d", fd);
+	if (fd >= 0)
+		close(fd);
+	m.inode++;
+	CHECK(procmaps__open_file(getpid(), &m) == -ESTALE, "another file at the path: refused");
+	child = fork();
+	if (child == 0)
+		_exit(0);
+	waitpid(child, NULL, 0);
+	CHECK(procmaps__open_file(child, &m) == -ESRCH, "a process gone: -ESRCH");
+	procmaps__free(pm);
+}
+
 /* procmaps__load (PROCMAP_QUERY where the kernel has it) gives what the
  * text of the same maps file gives, field by field, with a deleted file
  * (a memfd, mapped executable) among them. */
@@ -192,6 +227,7 @@ int main(void)
 	RUN(test_empty);
 	RUN(test_bad_input);
 	RUN(test_self);
+	RUN(test_open_file);
 	RUN(test_load_matches_text);
 	UNIT_EXIT();
 }

@@ -23,7 +23,6 @@
 #include "log.h"
 #include "procmaps.h"
 #include "pyreg.h"
-#include "regfile.h"
 #include "sampler.h"
 #include "symbolize.h"
 #include "vec.h"
@@ -155,42 +154,11 @@ void pyreg__free(struct pyreg *r)
 	free(r);
 }
 
-/* Whether pid still has an address space: a zombie keeps its pid but has
- * neither an exe link nor its mappings. */
-static bool has_mm(int pid)
-{
-	char path[32], target[8];
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	return readlink(path, target, sizeof(target)) > 0;
-}
-
-/* m's file, opened while pid maps it (it may be deleted, or in another
- * mount namespace), else through its root. -ESRCH when neither opens
- * because the process is gone (nothing is known of the file yet), else
- * why the file cannot be opened. */
-static int open_mapped(int pid, const struct procmap *m)
-{
-	char path[4096 + 32];
-	int fd;
-
-	procmaps__file_link(pid, m, path, sizeof(path));
-	fd = regfile__open(path, 0, NULL);
-	if (fd >= 0)
-		return fd;
-	if (snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->path) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	fd = regfile__open(path, 0, NULL);
-	if (fd < 0 && !has_mm(pid))
-		return -ESRCH;
-	return fd;
-}
-
 /* pybin__read of m's file, through the descriptor opened for it. */
 static int read_pybin(int pid, const struct procmap *m, struct pybin *b)
 {
 	char path[32];
-	int fd = open_mapped(pid, m), err;
+	int fd = procmaps__open_file(pid, m), err;
 
 	if (fd < 0)
 		return fd;
