@@ -28,8 +28,8 @@ size_t symtab__mem_bytes(const struct symtab *st);
  * none, -ENOEXEC when it is not ELF, or -errno. */
 int elf_build_id__read(const char *path, char *hex, size_t size);
 
-/* Name of the function containing ELF virtual address vaddr, or NULL. A
- * symbol with size 0 covers up to the next symbol or the end of its section,
+/* Name of the function containing ELF virtual address vaddr, else of the
+ * PLT stub ("getenv@plt", elf_plt.h), or NULL. A symbol with size 0 covers up to the next symbol or the end of its section,
  * whichever comes first. *sym_off (may be NULL) gets vaddr - symbol start. */
 const char *symtab__find(const struct symtab *st, uint64_t vaddr, uint64_t *sym_off);
 /* File offset -> ELF virtual address through the PT_LOAD program headers.
@@ -50,7 +50,8 @@ bool symtab__maybe_go(const struct symtab *st);
 const char *symtab__path(const struct symtab *st);
 /* The .gnu_debuglink file name and its CRC32, or NULL. */
 const char *symtab__debuglink(const struct symtab *st, uint32_t *crc);
-/* Takes orig's PT_LOAD layout for debug (a separate debug file of orig). */
+/* Takes orig's PT_LOAD layout and PLT stubs for debug (a separate debug
+ * file of orig: its program headers and PLT have no contents). */
 int symtab__adopt_layout(struct symtab *debug, const struct symtab *orig);
 
 /* Whether elf has a section called name with contents in the file (not

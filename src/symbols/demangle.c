@@ -20,7 +20,32 @@
 
 #include "demangle.h"
 
+static char *demangle_name(const char *raw);
+
+/* A PLT stub's name (elf_plt.h) is its function's with "@plt" after it:
+ * demangled as that, as perf shows it ("std::terminate()@plt"). */
+static char *demangle_plt(const char *raw, size_t len)
+{
+	char *base = strndup(raw, len - 4), *pretty = base ? demangle_name(base) : NULL;
+	char *out = pretty ? malloc(strlen(pretty) + 5) : NULL;
+
+	if (out)
+		strcat(strcpy(out, pretty), "@plt");
+	free(pretty);
+	free(base);
+	return out;
+}
+
 char *demangle(const char *raw)
+{
+	size_t len = raw ? strlen(raw) : 0;
+
+	if (len > 4 && !strcmp(raw + len - 4, "@plt"))
+		return demangle_plt(raw, len);
+	return demangle_name(raw);
+}
+
+static char *demangle_name(const char *raw)
 {
 	char *pretty;
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elf_plt.h"
 #include "elf_syms.h"
 #include "namepack.h"
 #include "regfile.h"
@@ -49,6 +50,7 @@ struct symtab {
 	struct seg *segs;
 	size_t nsegs;
 	struct namepack *names; /* the kept symbols' names, each once */
+	struct plt_table *plt;	/* PLT stubs' names (elf_plt.h), or NULL */
 	char build_id[2 * 64 + 1];
 	char debuglink[256]; /* .gnu_debuglink file name, "" if none */
 	uint32_t debuglink_crc;
@@ -404,6 +406,18 @@ static bool no_sections(Elf *elf)
 	return elf_getshdrnum(elf, &nsec) || nsec == 0;
 }
 
+static const char *find_symbol(const struct symtab *st, uint64_t vaddr, uint64_t *sym_off);
+
+/* The IFUNC whose resolver is at vaddr: a PLT stub bound through it is
+ * named after it. */
+static const char *ifunc_name(const void *ctx, uint64_t vaddr)
+{
+	uint64_t off = 1;
+	const char *name = find_symbol(ctx, vaddr, &off);
+
+	return off ? NULL : name;
+}
+
 static int load_elf(Elf *elf, struct symtab **out)
 {
 	struct symtab *st;
@@ -420,6 +434,9 @@ static int load_elf(Elf *elf, struct symtab **out)
 	st->go = has_go_table(elf);
 	st->maybe_go = st->go || no_sections(elf);
 	err = read_symbols(elf, st);
+	if (!err)
+		err = elf_plt__read(elf, &(struct plt_names){ .name_at = ifunc_name, .ctx = st },
+				    &st->plt);
 	if (err)
 		goto err_free;
 	read_build_id(elf, st->build_id);
@@ -525,7 +542,7 @@ size_t symtab__mem_bytes(const struct symtab *st)
 	if (!st)
 		return 0;
 	return sizeof(*st) + st->nr * sizeof(*st->syms) + st->nsegs * sizeof(*st->segs) +
-	       namepack__bytes(st->names);
+	       namepack__bytes(st->names) + plt_table__bytes(st->plt);
 }
 
 void symtab__free(struct symtab *st)
@@ -535,11 +552,12 @@ void symtab__free(struct symtab *st)
 	free(st->syms);
 	free(st->segs);
 	namepack__free(st->names);
+	plt_table__free(st->plt);
 	free(st->path);
 	free(st);
 }
 
-const char *symtab__find(const struct symtab *st, uint64_t vaddr, uint64_t *sym_off)
+static const char *find_symbol(const struct symtab *st, uint64_t vaddr, uint64_t *sym_off)
 {
 	size_t lo = 0, hi = st->nr;
 	const struct sym *s;
@@ -561,6 +579,14 @@ const char *symtab__find(const struct symtab *st, uint64_t vaddr, uint64_t *sym_
 	if (sym_off)
 		*sym_off = vaddr - s->addr;
 	return namepack__get(st->names, s->name);
+}
+
+/* The function symbol holding vaddr, else the PLT stub. */
+const char *symtab__find(const struct symtab *st, uint64_t vaddr, uint64_t *sym_off)
+{
+	const char *name = find_symbol(st, vaddr, sym_off);
+
+	return name ? name : plt_table__find(st->plt, vaddr, sym_off);
 }
 
 int symtab__off_to_vaddr(const struct symtab *st, uint64_t off, uint64_t *vaddr)
@@ -617,13 +643,20 @@ const char *symtab__path(const struct symtab *st)
 
 int symtab__adopt_layout(struct symtab *debug, const struct symtab *orig)
 {
+	bool take_plt = orig->plt && !debug->plt;
+	struct plt_table *plt = take_plt ? plt_table__dup(orig->plt) : NULL;
 	struct seg *segs;
 
 	/* A debug file's own program headers may be stripped of content;
-	 * the binary's are the truth for offsets. */
+	 * the binary's are the truth for offsets. Its PLT has no contents. */
 	segs = calloc(orig->nsegs ? orig->nsegs : 1, sizeof(*segs));
-	if (!segs)
+	if (!segs || (take_plt && !plt)) {
+		free(segs);
+		plt_table__free(plt);
 		return -ENOMEM;
+	}
+	if (take_plt)
+		debug->plt = plt;
 	memcpy(segs, orig->segs, orig->nsegs * sizeof(*segs));
 	free(debug->segs);
 	debug->segs = segs;

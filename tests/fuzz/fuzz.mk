@@ -39,7 +39,8 @@ $(FUZZ_SEEDS): $(FIXTURES)
 	$(call msg,SEEDS,$(@D))
 	$(Q)rm -rf $(@D) && mkdir -p $(@D)/elf $(@D)/debuginfo
 	$(Q)cp $(FX_OUT)/fx_nopie $(FX_OUT)/fx_pie $(FX_OUT)/fx_stripped $(FX_OUT)/libfx.so \
-		$(FX_OUT)/fx_edges_stripped $(FX_DBG)/link $(@D)/elf/
+		$(FX_OUT)/fx_edges_stripped $(FX_DBG)/link $(FX_OUT)/fx_plt_ibt $(FX_OUT)/fx_plt_now \
+		$(@D)/elf/
 	$(Q)objcopy --compress-debug-sections=zlib $(FX_OUT)/fx_nopie $(@D)/elf/fx_nopie.zdebug
 	$(Q){ cat $(FX_DBG)/byid; printf 'BPFSDBG!'; \
 	  cat $(FX_DBG)/root/.build-id/fe/edface00112233445566778899aabbccddeeff.debug; } \

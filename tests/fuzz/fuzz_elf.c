@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ELF files as the symbolizer meets them (any file a process maps): symbols
- * from .symtab and .dynsym, program headers, the build-ID note (sections or
- * PT_NOTE), .gnu_debuglink. Both entry points: from a path (libelf reading
+ * from .symtab and .dynsym, PLT stubs named from their code and
+ * relocations, program headers, the build-ID note (sections or PT_NOTE),
+ * .gnu_debuglink. Both entry points: from a path (libelf reading
  * the file, as for every mapped binary) and from memory (the vDSO).
  */
 #include <stdint.h>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* demangle(): C++ (Itanium), Rust legacy and Rust v0 names as libiberty
- * reads them, names that are not mangled left alone, and the profile
+ * reads them, PLT stubs' names ("...@plt"), names that are not mangled
+ * left alone, and the profile
  * keeping both forms (--no-demangle keeps the raw one as the name). */
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,16 @@ static void test_rust_v0(void)
 	expect("_RINvNtCs1234_7mycrate3foo3bazlE", "mycrate::foo::baz::<i32>");
 }
 
+/* A PLT stub is named after its function: demangled as it, "@plt" kept. */
+static void test_plt_stub(void)
+{
+	expect("_ZSt9terminatev@plt", "std::terminate()@plt");
+	expect("_ZN8rustwork3geo5relax17h8bd482d069d06b6aE@plt", "rustwork::geo::relax@plt");
+	expect("getenv@plt", NULL);
+	expect("@plt", NULL);
+	expect("_Znot a name@plt", NULL);
+}
+
 static void test_not_mangled(void)
 {
 	expect("main", NULL);
@@ -104,6 +115,7 @@ int main(void)
 	RUN(test_cxx_no_return_type);
 	RUN(test_rust_legacy);
 	RUN(test_rust_v0);
+	RUN(test_plt_stub);
 	RUN(test_not_mangled);
 	RUN(test_profile_keeps_both);
 	UNIT_EXIT();

@@ -185,6 +185,140 @@ static void test_errors(void)
 	symtab__free(NULL);
 }
 
+struct plt_label {
+	uint64_t addr;
+	char name[128];
+};
+
+/* objdump -d's labels in the PLT sections: "ADDR <getenv@plt>:", and PLT0
+ * as "<.plt>" or "<first@plt-0x10>". */
+static size_t read_plt_labels(const char *path, struct plt_label *out, size_t max)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	size_t n = 0;
+
+	while (f && n < max && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%" SCNx64 " <%127[^>]>:", &out[n].addr, out[n].name) == 2)
+			n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static bool is_plt0(const char *label)
+{
+	return !strcmp(label, ".plt") || strstr(label, "@plt-0x10");
+}
+
+/* The name a stub should have: objdump's, but an IFUNC's stub (objdump's
+ * "*ABS*+0xRESOLVER@plt") after the IFUNC symbol at its resolver (nm's
+ * type 'i'); PLT0 is "[plt]". */
+static const char *plt_want(const struct plt_label *l, const char *nm, char *buf, size_t size)
+{
+	struct nm_sym syms[64];
+	size_t n = read_nm(nm, syms, 64);
+	uint64_t resolver;
+
+	if (is_plt0(l->name))
+		return "[plt]";
+	if (sscanf(l->name, "*ABS*+0x%" SCNx64 "@plt", &resolver) != 1)
+		return l->name;
+	for (size_t i = 0; i < n; i++)
+		if (syms[i].addr == resolver && syms[i].type == 'i')
+			snprintf(buf, size, "%s@plt", syms[i].name);
+	return buf;
+}
+
+/* Every stub objdump names (oracle.plt; oracle.nm for IFUNCs) is named so,
+ * at its start and inside it. Returns the number of stubs after PLT0. */
+static int check_plt_names(const struct symtab *st, const char *oracle)
+{
+	struct plt_label l[32];
+	char nm[4096], buf[160];
+	size_t n = read_plt_labels(oracle, l, 32);
+	int named = 0;
+
+	snprintf(nm, sizeof(nm), "%.*s.nm", (int)(strlen(oracle) - 4), oracle);
+	CHECK(n >= 5, "%s: objdump names %zu stubs", oracle, n);
+	for (size_t i = 0; st && i < n; i++) {
+		const char *want = plt_want(&l[i], nm, strcpy(buf, "(no IFUNC in nm)"),
+					    sizeof(buf));
+		uint64_t off = 0;
+		const char *at = symtab__find(st, l[i].addr, NULL);
+		const char *in = symtab__find(st, l[i].addr + 5, &off);
+
+		CHECK(at && !strcmp(at, want) && in && !strcmp(in, want) && off == 5,
+		      "%s: 0x%" PRIx64 " is %s, got %s and %s+%" PRIu64, oracle, l[i].addr, want,
+		      at ? at : "NULL", in ? in : "NULL", off);
+		named += !is_plt0(l[i].name);
+	}
+	return named;
+}
+
+/* An IBT build's lazy stubs (.plt entry k + 1) push the index k of their
+ * relocation, the function its .plt.sec entry k jumps to; objdump does not
+ * name them. */
+static void check_ibt_lazy_stubs(const struct symtab *st)
+{
+	struct plt_label l[32];
+	size_t n = read_plt_labels(FX("fx_plt_ibt.plt"), l, 32), k = 0;
+	uint64_t plt = 0, sec = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(l[i].name, ".plt"))
+			plt = l[i].addr;
+	for (size_t i = 0; i < n; i++) {
+		const char *got;
+
+		/* .plt.got and IFUNCs are bound at load: no lazy stub */
+		if (!strcmp(l[i].name, "__cxa_finalize@plt") || is_plt0(l[i].name) ||
+		    !strncmp(l[i].name, "*ABS*", 5))
+			continue;
+		sec = sec ? sec : l[i].addr;
+		got = symtab__find(st, plt + 16 * (1 + (l[i].addr - sec) / 16), NULL);
+		CHECK(got && !strcmp(got, l[i].name), "lazy stub %zu: %s, got %s", k, l[i].name,
+		      got ? got : "NULL");
+		k++;
+	}
+	CHECK(plt && k >= 4, ".plt at 0x%" PRIx64 ", %zu lazy stubs", plt, k);
+}
+
+static void test_plt(void)
+{
+	static const char *const bins[] = { "fx_plt_lazy", "fx_plt_ibt", "fx_plt_now" };
+	struct symtab *ibt = NULL, *dbg = NULL;
+	char path[4096];
+
+	for (size_t i = 0; i < sizeof(bins) / sizeof(*bins); i++) {
+		struct symtab *st = NULL;
+
+		snprintf(path, sizeof(path), "%s/%s", FIXTURE_DIR, bins[i]);
+		CHECK(symtab__load(path, &st) == 0, "load %s", bins[i]);
+		strcat(path, ".plt");
+		CHECK(check_plt_names(st, path) >= 5, "%s: named stubs", bins[i]);
+		if (!strcmp(bins[i], "fx_plt_ibt"))
+			ibt = st;
+		else
+			symtab__free(st);
+	}
+	if (ibt)
+		check_ibt_lazy_stubs(ibt);
+	/* the debug file's PLT is NOBITS: the binary's stubs are adopted */
+	CHECK(symtab__load(FX("fx_plt_ibt.debug"), &dbg) == 0, "load the debug file");
+	if (ibt && dbg) {
+		struct plt_label l[32];
+		size_t n = read_plt_labels(FX("fx_plt_ibt.plt"), l, 32);
+		const char *before = n ? symtab__find(dbg, l[n - 1].addr, NULL) : "none";
+
+		CHECK(!before, "the debug file alone names no stub: %s", before);
+		CHECK(symtab__adopt_layout(dbg, ibt) == 0, "adopt");
+		CHECK(check_plt_names(dbg, FX("fx_plt_ibt.plt")) >= 5, "debug file: named stubs");
+	}
+	symtab__free(dbg);
+	symtab__free(ibt);
+}
+
 /* The vDSO has no file: loaded from memory, checked against nm on a copy. */
 static void test_vdso(void)
 {
@@ -498,6 +632,7 @@ int main(void)
 	RUN(test_pie_and_library);
 	RUN(test_stripped);
 	RUN(test_edges);
+	RUN(test_plt);
 	RUN(test_build_id_from_phdrs);
 	RUN(test_errors);
 	RUN(test_truncated_while_read);
