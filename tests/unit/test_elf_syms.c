@@ -29,24 +29,35 @@ struct nm_sym {
 	char name[128];
 };
 
-/* nm --defined-only -S: "ADDR SIZE TYPE NAME" for sized symbols. */
-static size_t read_nm(const char *path, struct nm_sym *out, size_t max)
+/* Each line of an oracle's output given to parse() with the next free slot
+ * of out (elements of size bytes, at most max); parse says whether it
+ * filled it. Returns how many were. */
+static size_t read_oracle(const char *path, bool (*parse)(const char *line, void *slot),
+			  void *out, size_t size, size_t max)
 {
 	FILE *f = fopen(path, "r");
 	char line[512];
 	size_t n = 0;
 
-	if (!f)
-		return 0;
-	while (n < max && fgets(line, sizeof(line), f)) {
-		struct nm_sym s;
-
-		if (sscanf(line, "%" SCNx64 " %" SCNx64 " %c %127s", &s.addr, &s.size, &s.type,
-			   s.name) == 4)
-			out[n++] = s;
-	}
-	fclose(f);
+	while (f && n < max && fgets(line, sizeof(line), f))
+		n += parse(line, (char *)out + n * size);
+	if (f)
+		fclose(f);
 	return n;
+}
+
+/* nm --defined-only -S: "ADDR SIZE TYPE NAME" for sized symbols. */
+static bool parse_nm(const char *line, void *slot)
+{
+	struct nm_sym *s = slot;
+
+	return sscanf(line, "%" SCNx64 " %" SCNx64 " %c %127s", &s->addr, &s->size, &s->type,
+		      s->name) == 4;
+}
+
+static size_t read_nm(const char *path, struct nm_sym *out, size_t max)
+{
+	return read_oracle(path, parse_nm, out, sizeof(*out), max);
 }
 
 struct seg {
@@ -54,23 +65,18 @@ struct seg {
 };
 
 /* readelf -lW: "LOAD 0xOFF 0xVADDR 0xPADDR 0xFILESZ ..." */
+static bool parse_phdr(const char *line, void *slot)
+{
+	struct seg *s = slot;
+	uint64_t pa;
+
+	return sscanf(line, " LOAD 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64,
+		      &s->off, &s->vaddr, &pa, &s->filesz) == 4;
+}
+
 static size_t read_phdr(const char *path, struct seg *out, size_t max)
 {
-	FILE *f = fopen(path, "r");
-	char line[512];
-	size_t n = 0;
-
-	if (!f)
-		return 0;
-	while (n < max && fgets(line, sizeof(line), f)) {
-		uint64_t pa;
-
-		if (sscanf(line, " LOAD 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64,
-			   &out[n].off, &out[n].vaddr, &pa, &out[n].filesz) == 4)
-			n++;
-	}
-	fclose(f);
-	return n;
+	return read_oracle(path, parse_phdr, out, sizeof(*out), max);
 }
 
 /* Every sized function nm lists is found at its first and last byte, and
@@ -192,18 +198,16 @@ struct plt_label {
 
 /* objdump -d's labels in the PLT sections: "ADDR <getenv@plt>:", and PLT0
  * as "<.plt>" or "<first@plt-0x10>". */
+static bool parse_plt_label(const char *line, void *slot)
+{
+	struct plt_label *l = slot;
+
+	return sscanf(line, "%" SCNx64 " <%127[^>]>:", &l->addr, l->name) == 2;
+}
+
 static size_t read_plt_labels(const char *path, struct plt_label *out, size_t max)
 {
-	FILE *f = fopen(path, "r");
-	char line[256];
-	size_t n = 0;
-
-	while (f && n < max && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%" SCNx64 " <%127[^>]>:", &out[n].addr, out[n].name) == 2)
-			n++;
-	if (f)
-		fclose(f);
-	return n;
+	return read_oracle(path, parse_plt_label, out, sizeof(*out), max);
 }
 
 static bool is_plt0(const char *label)
@@ -214,10 +218,9 @@ static bool is_plt0(const char *label)
 /* The name a stub should have: objdump's, but an IFUNC's stub (objdump's
  * "*ABS*+0xRESOLVER@plt") after the IFUNC symbol at its resolver (nm's
  * type 'i'); PLT0 is "[plt]". */
-static const char *plt_want(const struct plt_label *l, const char *nm, char *buf, size_t size)
+static const char *plt_want(const struct plt_label *l, const struct nm_sym *syms, size_t n,
+			    char *buf, size_t size)
 {
-	struct nm_sym syms[64];
-	size_t n = read_nm(nm, syms, 64);
 	uint64_t resolver;
 
 	if (is_plt0(l->name))
@@ -235,14 +238,16 @@ static const char *plt_want(const struct plt_label *l, const char *nm, char *buf
 static int check_plt_names(const struct symtab *st, const char *oracle)
 {
 	struct plt_label l[32];
+	struct nm_sym syms[64];
 	char nm[4096], buf[160];
-	size_t n = read_plt_labels(oracle, l, 32);
+	size_t n = read_plt_labels(oracle, l, 32), nsyms;
 	int named = 0;
 
 	snprintf(nm, sizeof(nm), "%.*s.nm", (int)(strlen(oracle) - 4), oracle);
+	nsyms = read_nm(nm, syms, 64);
 	CHECK(n >= 5, "%s: objdump names %zu stubs", oracle, n);
 	for (size_t i = 0; st && i < n; i++) {
-		const char *want = plt_want(&l[i], nm, strcpy(buf, "(no IFUNC in nm)"),
+		const char *want = plt_want(&l[i], syms, nsyms, strcpy(buf, "(no IFUNC in nm)"),
 					    sizeof(buf));
 		uint64_t off = 0;
 		const char *at = symtab__find(st, l[i].addr, NULL);
