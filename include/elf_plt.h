@@ -23,9 +23,12 @@ struct plt_names {
 	const void *ctx;
 };
 
-/* The stubs of .plt, .plt.sec and .plt.got (ifunc may be NULL). *out is
- * NULL when the file has none (or is not x86-64). Returns 0 or -ENOMEM. */
-int elf_plt__read(struct Elf *elf, const struct plt_names *ifunc, struct plt_table **out);
+/* The stubs of .plt, .plt.sec and .plt.got (ifunc may be NULL). fd: the
+ * file elf reads, whose relocations are read from it in chunks (-1: an
+ * image in memory, read through elf). *out is NULL when the file has none
+ * (or is not x86-64). Returns 0 or -ENOMEM. */
+int elf_plt__read(struct Elf *elf, int fd, const struct plt_names *ifunc,
+		  struct plt_table **out);
 /* The stub's name at ELF virtual address vaddr ("[plt]" for one that no
  * relocation names, like PLT0, the lazy binder's trampoline), with the
  * offset into it; NULL when vaddr is in no stub. t may be NULL. */

@@ -18,6 +18,10 @@ struct Elf; /* libelf's */
  * (-ENOEXEC: not an ELF file). A file with no symbols loads fine and has
  * symtab__nr_syms() == 0. */
 int symtab__load(const char *path, struct symtab **out);
+/* Only what finds the file's debug file (its path, build-ID and
+ * .gnu_debuglink), no symbols: libLLVM's symbols and relocations are
+ * 10 MB read, for a question about another file. */
+int symtab__load_ids(const char *path, struct symtab **out);
 /* The same from an ELF image in memory (e.g. the vDSO); buf is copied. */
 int symtab__load_mem(const void *buf, size_t size, struct symtab **out);
 void symtab__free(struct symtab *st);

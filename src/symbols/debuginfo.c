@@ -447,7 +447,7 @@ int debuginfo__find(const char *file, const char *path, const struct debuginfo_o
 	struct symtab *st;
 	int err;
 
-	err = symtab__load(file, &st);
+	err = symtab__load_ids(file, &st);
 	if (err)
 		return err;
 	if (!symtab__build_id(st) && !symtab__debuglink(st, NULL))

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "elf_plt.h"
 #include "vec.h"
@@ -43,6 +44,7 @@ struct slot {
 /* What is read while the file is open. */
 struct plt_read {
 	Elf *elf;
+	int fd; /* the file elf reads; -1: an image in memory */
 	const struct plt_names *ifunc;
 	size_t shstrndx;
 	struct vec slots; /* struct slot, sorted by got */
@@ -105,12 +107,44 @@ static int add_reloc(struct plt_read *r, const GElf_Shdr *sh, const GElf_Rela *r
 	return 0;
 }
 
+/* A file's relocations read a chunk at a time, not as one Elf_Data:
+ * libelf keeps a read file's sections in memory until elf_end, and
+ * libLLVM's .rela.dyn (its RELATIVE ones) is 8.5 MB, a transient that put
+ * an agent beside a build over its memory bound. x86-64's own layout
+ * (Elf64_Rela, little-endian), checked by the caller. */
+#define RELA_CHUNK 2048
+
+static int read_relocs_fd(struct plt_read *r, const GElf_Shdr *sh, bool jump_table)
+{
+	Elf64_Rela *buf = malloc(RELA_CHUNK * sizeof(*buf));
+	size_t n = sh->sh_size / sizeof(*buf), got = 0;
+	int err = buf ? 0 : -ENOMEM;
+
+	while (!err && got < n) {
+		size_t want = n - got < RELA_CHUNK ? n - got : RELA_CHUNK;
+		ssize_t rd = pread(r->fd, buf, want * sizeof(*buf),
+				   sh->sh_offset + got * sizeof(*buf));
+
+		if (rd < (ssize_t)sizeof(*buf))
+			break; /* the file shrank: what was read names what it can */
+		for (size_t i = 0; !err && i < (size_t)rd / sizeof(*buf); i++)
+			err = add_reloc(r, sh, &(GElf_Rela){ buf[i].r_offset, buf[i].r_info,
+							     buf[i].r_addend }, jump_table);
+		got += rd / sizeof(*buf);
+	}
+	free(buf);
+	return err;
+}
+
 static int read_relocs(struct plt_read *r, Elf_Scn *scn, const GElf_Shdr *sh)
 {
-	Elf_Data *d = elf_getdata(scn, NULL);
-	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
 	bool jump_table = !strcmp(scn_name(r, sh), ".rela.plt");
+	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+	Elf_Data *d;
 
+	if (r->fd >= 0 && sh->sh_entsize == sizeof(Elf64_Rela))
+		return read_relocs_fd(r, sh, jump_table);
+	d = elf_getdata(scn, NULL);
 	for (size_t i = 0; d && i < n; i++) {
 		GElf_Rela rela;
 
@@ -274,10 +308,11 @@ static int pack(struct plt_read *r, struct plt_table **out)
 	return 0;
 }
 
-int elf_plt__read(Elf *elf, const struct plt_names *ifunc, struct plt_table **out)
+int elf_plt__read(Elf *elf, int fd, const struct plt_names *ifunc, struct plt_table **out)
 {
 	struct plt_read r = {
 		.elf = elf,
+		.fd = fd,
 		.ifunc = ifunc,
 		.slots = VEC_INIT(struct slot),
 		.jump = VEC_INIT(const char *),
@@ -291,6 +326,8 @@ int elf_plt__read(Elf *elf, const struct plt_names *ifunc, struct plt_table **ou
 	if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 ||
 	    elf_getshdrstrndx(elf, &r.shstrndx))
 		return 0;
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
+		r.fd = -1; /* not x86-64's own layout: libelf converts it */
 	err = read_sections(&r, false);
 	if (!err && r.slots.nr)
 		qsort(r.slots.data, r.slots.nr, sizeof(struct slot), cmp_slot);

@@ -418,7 +418,8 @@ static const char *ifunc_name(const void *ctx, uint64_t vaddr)
 	return off ? NULL : name;
 }
 
-static int load_elf(Elf *elf, struct symtab **out)
+/* fd: the file elf reads (-1: an image in memory). */
+static int load_elf(Elf *elf, int fd, struct symtab **out)
 {
 	struct symtab *st;
 	int err;
@@ -435,7 +436,7 @@ static int load_elf(Elf *elf, struct symtab **out)
 	st->maybe_go = st->go || no_sections(elf);
 	err = read_symbols(elf, st);
 	if (!err)
-		err = elf_plt__read(elf, &(struct plt_names){ .name_at = ifunc_name, .ctx = st },
+		err = elf_plt__read(elf, fd, &(struct plt_names){ .name_at = ifunc_name, .ctx = st },
 				    &st->plt);
 	if (err)
 		goto err_free;
@@ -450,9 +451,9 @@ err_free:
 	return err;
 }
 
-/* Opens path as ELF and calls fn on it (fn gets NULL when libelf cannot
- * read it). */
-static int with_elf(const char *path, int (*fn)(Elf *elf, void *arg), void *arg)
+/* Opens path as ELF and calls fn on it and its descriptor (fn gets NULL
+ * when libelf cannot read it). */
+static int with_elf(const char *path, int (*fn)(Elf *elf, int fd, void *arg), void *arg)
 {
 	Elf *elf;
 	int fd, err;
@@ -468,7 +469,7 @@ static int with_elf(const char *path, int (*fn)(Elf *elf, void *arg), void *arg)
 	 * libelf reads the headers now and each section as it is asked for:
 	 * as fast as the mapping here (10 ms for libLLVM's 110 MB either way). */
 	elf = elf_begin(fd, ELF_C_READ, NULL);
-	err = fn(elf, arg);
+	err = fn(elf, fd, arg);
 	elf_end(elf);
 	close(fd);
 	return err;
@@ -479,7 +480,7 @@ struct id_out {
 	size_t size;
 };
 
-static int take_id(Elf *elf, void *arg)
+static int take_id(Elf *elf, int fd, void *arg)
 {
 	struct id_out *o = arg;
 	char id[2 * 64 + 1] = "";
@@ -498,21 +499,47 @@ int elf_build_id__read(const char *path, char *hex, size_t size)
 	return with_elf(path, take_id, &(struct id_out){ hex, size });
 }
 
-static int take_symtab(Elf *elf, void *out)
+static int take_symtab(Elf *elf, int fd, void *out)
 {
 	/* elf_begin() fails (NULL) on what it cannot read: -ENOEXEC too */
-	return load_elf(elf, out);
+	return load_elf(elf, fd, out);
 }
 
-int symtab__load(const char *path, struct symtab **out)
+static int take_ids(Elf *elf, int fd, void *out)
 {
-	int err = with_elf(path, take_symtab, out);
+	struct symtab *st;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		return -ENOEXEC;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	read_build_id(elf, st->build_id);
+	read_debuglink(elf, st);
+	*(struct symtab **)out = st;
+	return 0;
+}
+
+static int load_path(const char *path, int (*fn)(Elf *elf, int fd, void *arg),
+		     struct symtab **out)
+{
+	int err = with_elf(path, fn, out);
 
 	if (!err && !((*out)->path = strdup(path))) {
 		symtab__free(*out);
 		return -ENOMEM;
 	}
 	return err;
+}
+
+int symtab__load(const char *path, struct symtab **out)
+{
+	return load_path(path, take_symtab, out);
+}
+
+int symtab__load_ids(const char *path, struct symtab **out)
+{
+	return load_path(path, take_ids, out);
 }
 
 int symtab__load_mem(const void *buf, size_t size, struct symtab **out)
@@ -531,7 +558,7 @@ int symtab__load_mem(const void *buf, size_t size, struct symtab **out)
 		return -ENOMEM;
 	memcpy(copy, buf, size);
 	elf = elf_memory(copy, size);
-	err = load_elf(elf, out);
+	err = load_elf(elf, -1, out);
 	elf_end(elf);
 	free(copy);
 	return err;

@@ -5,6 +5,7 @@
  * the link; and the whole normalization path on a library this test loads. */
 #include <dlfcn.h>
 #include <elf.h>
+#include <gelf.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -437,6 +438,68 @@ static void *slurp(const char *path, size_t *size)
 	return buf;
 }
 
+/* The PLT sections' [start, end) of the ELF image buf, at most max. */
+static size_t plt_ranges(void *buf, size_t size, uint64_t r[][2], size_t max)
+{
+	Elf *elf = elf_memory(buf, size);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx, n = 0;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx)) {
+		elf_end(elf);
+		return 0;
+	}
+	while ((scn = elf_nextscn(elf, scn)) && n < max) {
+		const char *name;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		if (!strncmp(name, ".plt", 4) && sh.sh_type == SHT_PROGBITS) {
+			r[n][0] = sh.sh_addr;
+			r[n++][1] = sh.sh_addr + sh.sh_size;
+		}
+	}
+	elf_end(elf);
+	return n;
+}
+
+/* A file's relocations are read from it in chunks of 2048 (elf_plt.c),
+ * an image in memory through libelf: libstdc++'s .rela.dyn (4,158) and
+ * .rela.plt (1,036) cross chunks, and both ways name every stub alike. */
+static void test_plt_relocs_in_chunks(void)
+{
+	static const char lib[] = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
+	struct symtab *from_file = NULL, *from_mem = NULL;
+	size_t size = 0, nr, named = 0, differ = 0;
+	uint64_t r[4][2];
+	void *buf;
+
+	if (access(lib, R_OK))
+		SKIP_TEST("no libstdc++.so.6 (g++ installs it)");
+	buf = slurp(lib, &size);
+	CHECK(buf && symtab__load(lib, &from_file) == 0 &&
+		      symtab__load_mem(buf, size, &from_mem) == 0, "load libstdc++ both ways");
+	nr = buf ? plt_ranges(buf, size, r, 4) : 0;
+	for (size_t i = 0; from_file && from_mem && i < nr; i++)
+		for (uint64_t a = r[i][0]; a < r[i][1]; a += 8) {
+			const char *x = symtab__find(from_file, a, NULL);
+			const char *y = symtab__find(from_mem, a, NULL);
+
+			named += x && strstr(x, "@plt");
+			if (!x || !y || strcmp(x, y)) {
+				if (!differ++)
+					printf("    at %#" PRIx64 ": %s from the file, %s from memory\n",
+					       a, x ? x : "none", y ? y : "none");
+			}
+		}
+	CHECK(nr >= 2 && differ == 0, "%zu PLT sections, %zu addresses named apart", nr, differ);
+	CHECK(named >= 2000, "%zu stub addresses named @plt", named);
+	symtab__free(from_file);
+	symtab__free(from_mem);
+	free(buf);
+}
+
 /* The file offset of fx_sized's bytes, found by scanning the file for them:
  * an oracle that reads no ELF structure at all. */
 static int64_t magic_offset(const char *path)
@@ -638,6 +701,7 @@ int main(void)
 	RUN(test_stripped);
 	RUN(test_edges);
 	RUN(test_plt);
+	RUN(test_plt_relocs_in_chunks);
 	RUN(test_build_id_from_phdrs);
 	RUN(test_errors);
 	RUN(test_truncated_while_read);
