@@ -40,6 +40,7 @@ struct symbolizer_stats {
 	uint64_t empty_reads;	/* maps read with no executable mapping yet */
 	uint64_t procs_live;	/* processes known now */
 	uint64_t procs_released; /* forgotten after they exited */
+	uint64_t procs_unfollowed; /* announced while max_procs were known */
 	uint64_t files_held;	/* files held now */
 	uint64_t files_released; /* released when no mapping held them */
 };
@@ -49,6 +50,8 @@ struct symbolizer_opts {
 	size_t nr_debug_dirs;
 	bool no_lines; /* --no-lines: DWARF is not read (no source lines,
 			* no inline frames) */
+	size_t max_procs; /* processes known at most (addrspace__set_max_procs);
+			   * 0: no bound */
 };
 
 /* Where a user address was: the normalized form, which pprof's mappings

@@ -49,6 +49,13 @@
 /* Processes known from which exited ones are folded as they go: below
  * it, naming them with their window costs the same. */
 #define AGENT_FOLD_MIN_PROCS 256
+/* Processes known at most (addrspace__set_max_procs): when the host starts
+ * them faster than a starved agent reads and folds them (make -j2 beside
+ * 200 new processes a second: load 70 on 2 CPUs), new ones go unfollowed,
+ * counted, instead of the agent growing (docs/design.md, "The agent").
+ * A quiet host under the same churn keeps 500-950. BPFS_DEBUG_MAX_PROCS=N
+ * (tests): another bound. */
+#define AGENT_MAX_PROCS 2048
 /* At most this long pushing the backlog between two windows. */
 #define PUSH_BUDGET_S 5.0
 /* ... and when stopping (SIGTERM), before exiting. */
@@ -112,12 +119,20 @@ struct agent {
 	const char *own_service; /* where lost samples go: our own series */
 	struct sampler_stats last; /* stats at the last window's close */
 	uint64_t sideband_lost;	   /* side-band records lost, at the last close */
+	uint64_t unfollowed;	   /* processes not followed, at the last close */
 	uint64_t from_unix_ns;	   /* the open window: [from, until) */
 	uint64_t until_unix_ns;
 	uint64_t until_mono_ns;
 	uint64_t windows;
 	long max_rate; /* perf_event_max_sample_rate at the last window's close */
 };
+
+static size_t max_procs(void)
+{
+	const char *e = getenv("BPFS_DEBUG_MAX_PROCS");
+
+	return e ? strtoull(e, NULL, 10) : AGENT_MAX_PROCS;
+}
 
 static uint64_t clock_ns(clockid_t id)
 {
@@ -444,6 +459,17 @@ static void warn_sideband_lost(struct agent *a)
 	a->sideband_lost = sb.lost;
 }
 
+static void warn_unfollowed(struct agent *a, const struct symbolizer_stats *ys)
+{
+	a->metrics.processes_unfollowed = ys->procs_unfollowed;
+	if (ys->procs_unfollowed == a->unfollowed)
+		return;
+	p_warn("%" PRIu64 " processes not followed this window: %zu were known (the agent fell "
+	       "behind the processes started); their samples have no user frame names",
+	       ys->procs_unfollowed - a->unfollowed, max_procs());
+	a->unfollowed = ys->procs_unfollowed;
+}
+
 /* The kernel lowers the sysctl itself when sampling interrupts run long
  * ("perf: interrupt took too long") and throttles every event above the
  * new limit from then on: said once per change, and a metric. */
@@ -550,6 +576,7 @@ static int close_window(struct agent *a, uint64_t until_unix)
 	say_window(a, &st, &ys, files);
 	a->last = st;
 	warn_sideband_lost(a);
+	warn_unfollowed(a, &ys);
 	warn_rate_lowered(a);
 	a->from_unix_ns = a->until_unix_ns;
 	set_window_end(a, a->from_unix_ns);
@@ -672,7 +699,8 @@ static int agent__setup(struct agent *a)
 		err = symbolizer__new(&(struct symbolizer_opts){
 					      .debug_dirs = (const char *const *)o->debug_dirs.v,
 					      .nr_debug_dirs = o->debug_dirs.nr,
-					      .no_lines = o->no_lines },
+					      .no_lines = o->no_lines,
+					      .max_procs = max_procs() },
 				      &a->sym);
 	if (!err)
 		err = stream__new(&(struct stream_opts){ .on_process = symbolizer__on_process,

@@ -74,6 +74,7 @@ struct addrspace {
 	struct vec retry;      /* pids to read again, not yet mapped (int) */
 	procmaps_load_fn load; /* procmaps__load, or a test's */
 	int self;	       /* our pid: never read as a parent */
+	size_t max_procs;      /* processes known at most; 0: no bound */
 	struct filecache *fc;
 	bool tracking;	       /* mappings followed as made */
 	addrspace_maps_fn on_maps;
@@ -157,17 +158,25 @@ void addrspace__set_maps_hook(struct addrspace *as, addrspace_maps_fn fn, void *
 	as->on_maps_ctx = ctx;
 }
 
+void addrspace__set_max_procs(struct addrspace *as, size_t n)
+{
+	as->max_procs = n;
+}
+
 static struct proc *find_proc(const struct addrspace *as, int pid)
 {
 	return hashmap__find(as->procs, (void *)(uintptr_t)pid);
 }
 
+/* pid's record, made when new unless max_procs are known (NULL then). */
 static struct proc *get_proc(struct addrspace *as, int pid)
 {
 	struct proc *p = find_proc(as, pid);
 
 	if (p)
 		return p;
+	if (as->max_procs && hashmap__size(as->procs) >= as->max_procs)
+		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
@@ -405,8 +414,10 @@ void addrspace__note_process(struct addrspace *as, int pid, int ppid, uint64_t m
 {
 	struct proc *p = get_proc(as, pid);
 
-	if (!p)
+	if (!p) {
+		as->stats.unfollowed++;
 		return;
+	}
 	p_dbg("process %d (%s) announced (maps read %u times)", pid, comm, p->reads);
 	if (!p->comm[0])
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
@@ -911,6 +922,7 @@ size_t addrspace__sweep_exited(struct addrspace *as, unsigned int grace,
 	struct vec dead = VEC_INIT(int);
 	const void *key;
 	void *val;
+	size_t n;
 
 	/* parents of children known: a child's samples before its exec are
 	 * named by its parent's mappings (addrspace__find) */
@@ -954,8 +966,9 @@ size_t addrspace__sweep_exited(struct addrspace *as, unsigned int grace,
 	}
 	as->stats.live = hashmap__size(as->procs);
 	hashmap__free(parents);
+	n = dead.nr;
 	vec__free(&dead);
-	return dead.nr;
+	return n;
 }
 
 void addrspace__stats(const struct addrspace *as, struct addrspace_stats *out)

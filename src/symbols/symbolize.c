@@ -72,8 +72,10 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 		err = addrspace__new(sym->fc, &sym->as);
 	if (!err)
 		err = bpfprogs__new(&sym->bpf);
-	if (!err)
+	if (!err) {
 		addrspace__set_maps_hook(sym->as, sym_on_maps, sym);
+		addrspace__set_max_procs(sym->as, o ? o->max_procs : 0);
+	}
 	if (err) {
 		symbolizer__free(sym);
 		return err;
@@ -440,6 +442,7 @@ void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ou
 		.empty_reads = as.empty_reads,
 		.procs_live = as.live,
 		.procs_released = as.released,
+		.procs_unfollowed = as.unfollowed,
 		.files_held = fs.held,
 		.files_released = fs.released,
 	};

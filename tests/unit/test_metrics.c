@@ -34,6 +34,7 @@ static void fill(struct metrics *m)
 	m->backlog_pruned = 5;
 	m->dropped_undelivered = 6;
 	m->processes_tracked = 321;
+	m->processes_unfollowed = 77;
 	m->series_overflowed = 8;
 	m->mappings_lost = 9;
 	m->records_unsent = 12;
@@ -80,6 +81,8 @@ static void check_text(const char *t)
 	HAS(t, "bpfsampler_windows_dropped_undelivered_total 6");
 	HAS(t, "# TYPE bpfsampler_processes_tracked gauge");
 	HAS(t, "bpfsampler_processes_tracked 321");
+	HAS(t, "# TYPE bpfsampler_processes_unfollowed_total counter");
+	HAS(t, "bpfsampler_processes_unfollowed_total 77");
 	HAS(t, "bpfsampler_series_overflowed_total 8");
 	HAS(t, "# TYPE bpfsampler_mappings_lost_total counter");
 	HAS(t, "bpfsampler_mappings_lost_total 9");
@@ -117,7 +120,7 @@ static void test_render(void)
 		helps++;
 	for (const char *p = t; (p = strstr(p, "# TYPE ")); p++)
 		types++;
-	CHECK(helps == types && helps == 24, "24 metrics, %d HELP and %d TYPE", helps, types);
+	CHECK(helps == types && helps == 25, "25 metrics, %d HELP and %d TYPE", helps, types);
 	CHECK(t[strlen(t) - 1] == '\n', "ends with a newline");
 	CHECK(strstr(t, "bpfsampler_build_info{version=\"") != NULL, "build info");
 	free(t);

@@ -626,6 +626,59 @@ static void test_read_in_exec(void)
 	filecache__free(fc);
 }
 
+static pid_t paused_child(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+/* With a bound on the processes known, one announced beyond it is not
+ * followed (counted, its addresses not named) until an exited one is
+ * forgotten. */
+static void test_max_procs(void)
+{
+	uint64_t here = (uintptr_t)&test_max_procs;
+	pid_t a = paused_child(), b = paused_child();
+	struct addrspace_stats st;
+	size_t n;
+	struct filecache *fc;
+	struct addrspace *as;
+	struct as_hit hit;
+
+	CHECK(a > 0 && b > 0, "children");
+	CHECK(!filecache__new(NULL, &fc) && !addrspace__new(fc, &as), "new");
+	addrspace__set_max_procs(as, 2);
+	addrspace__note_process(as, getpid(), 0, 1, "self");
+	addrspace__note_process(as, a, 0, 1, "a");
+	addrspace__note_process(as, b, 0, 1, "b");
+	addrspace__note_mapping(as, b, &(struct as_mapping){ .start = 0x1000, .end = 0x2000 });
+	addrspace__read_announced(as);
+	addrspace__stats(as, &st);
+	CHECK(st.live == 2 && st.unfollowed == 1, "2 known, 1 not followed: %llu, %llu",
+	      (unsigned long long)st.live, (unsigned long long)st.unfollowed);
+	CHECK(!addrspace__find(as, a, 0, here, &hit) && hit.file, "a followed");
+	CHECK(addrspace__find(as, b, 0, here, &hit) == -ENOENT, "b not");
+
+	kill(a, SIGKILL);
+	waitpid(a, NULL, 0);
+	n = addrspace__sweep(as, 1, NULL, NULL);
+	CHECK(n == 1, "a forgotten once exited: %zu", n);
+	addrspace__note_process(as, b, 0, 1, "b");
+	addrspace__read_announced(as);
+	addrspace__stats(as, &st);
+	CHECK(st.live == 2 && st.unfollowed == 1, "b followed in a's place");
+	CHECK(!addrspace__find(as, b, 0, here, &hit) && hit.file, "b named");
+	kill(b, SIGKILL);
+	waitpid(b, NULL, 0);
+	addrspace__free(as);
+	filecache__free(fc);
+}
+
 int main(void)
 {
 	RUN(test_fixture_layout);
@@ -638,5 +691,6 @@ int main(void)
 	RUN(test_replaced_file);
 	RUN(test_lifetimes);
 	RUN(test_read_in_exec);
+	RUN(test_max_procs);
 	UNIT_EXIT();
 }
