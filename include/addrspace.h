@@ -55,8 +55,8 @@ struct addrspace_stats {
 	uint64_t reread_after_loss; /* maps re-read as side-band records were lost */
 	uint64_t empty_reads;	    /* reads that found no executable mapping yet
 				     * (in exec), read again later */
-	uint64_t unfollowed;	    /* processes announced while max_procs were
-				     * known: not followed (addrspace__set_max_procs) */
+	uint64_t unfollowed;	    /* announcements of processes not known while
+				     * max_procs were: not followed (addrspace__set_max_procs) */
 };
 
 typedef void (*addrspace_gone_fn)(void *ctx, int pid);

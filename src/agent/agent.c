@@ -464,8 +464,9 @@ static void warn_unfollowed(struct agent *a, const struct symbolizer_stats *ys)
 	a->metrics.processes_unfollowed = ys->procs_unfollowed;
 	if (ys->procs_unfollowed == a->unfollowed)
 		return;
-	p_warn("%" PRIu64 " processes not followed this window: %zu were known (the agent fell "
-	       "behind the processes started); their samples have no user frame names",
+	p_warn("%" PRIu64 " process announcements not followed this window: %zu processes were "
+	       "known (the agent fell behind the processes started); their samples have no user "
+	       "frame names",
 	       ys->procs_unfollowed - a->unfollowed, max_procs());
 	a->unfollowed = ys->procs_unfollowed;
 }

@@ -4,7 +4,8 @@
 # on the host as it is, then with a CPU burner keeping one CPU busy (the
 # bench's 10-minute version: tools/bench/bench --churn). After the warm-up
 # (two windows) memory stays flat, no sample is lost to a full map or ring,
-# and the short-lived processes are still named.
+# and the short-lived processes are still named. And with its bound on the
+# processes known set low, those beyond it are not followed, counted.
 . "$(dirname "$0")/lib.sh"
 require_root
 
@@ -109,7 +110,31 @@ churn_run() {
 	fi
 }
 
+# bounded_run: the agent's bound on the processes it knows (2048; 100
+# here), met: the processes beyond it are not followed, and that is said
+# and counted, their samples kept.
+bounded_run() {
+	local D=$TMP/spool-bounded log=$TMP/agent-bounded.log m=$TMP/m-bounded.prom rc un tracked samples
+	"$W/churn" "$TMP/exes" 14 200 5 >"$TMP/churn-bounded.out" &
+	local churn=$!
+	sleep 0.5
+	BPFS_DEBUG_MAX_PROCS=100 "$BPFS" agent --interval 5 -F 999 -d 12 --max-series 8 \
+		--output-dir "$D" --metrics-file "$m" 2>"$log"
+	rc=$?
+	wait $churn
+	un=$(awk '/^bpfsampler_processes_unfollowed_total / { print $2 }' "$m")
+	tracked=$(awk '/^bpfsampler_processes_tracked / { print $2 }' "$m")
+	samples=$(awk '/^bpfsampler_samples_total\{/ { s += $2 } END { print s + 0 }' "$m")
+	if [ $rc = 0 ] && [ "${un:-0}" -gt 0 ] && [ "${tracked:-999}" -le 100 ] && [ "$samples" -gt 0 ] &&
+		grep -q 'process announcements not followed this window: 100 processes were known' "$log"; then
+		pass "at most 100 processes known: $un announcements not followed, said and counted, $samples samples kept"
+	else
+		fail "at most 100 processes known" "rc $rc, unfollowed ${un:-none}, tracked ${tracked:-none}, samples $samples; $(grep -E 'warning|window' "$log" | tail -3)"
+	fi
+}
+
 churn_run "host as it is"
+bounded_run
 # One CPU kept busy: the agent and the churn share what is left.
 "$W/cpuburn" 100000000000000 1 >"$TMP/burn.out" &
 burner=$!
