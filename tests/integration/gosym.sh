@@ -17,8 +17,11 @@
 #    the file and line of its body, inlined at the line of the call
 #    (LEAFA_MIX);
 #  - the unstripped build (its .symtab and DWARF) gives the same frames
-#    under runtime.main, and the same stacks of >= 20% of the samples
-#    (leafA;mix has 27%, leafB;mix 55%; the next, leafB alone, 10-13%);
+#    under runtime.main, and the same stacks: each of >= 5% of one run's
+#    samples has >= 1% of the other's (leafA, leafB, each with and without
+#    mix, 13-55% each, as the CPU spreads the loop's samples; nothing else
+#    reaches 1%). A fixed cut at 20% fell between two runs' leafA (18-21%
+#    on one CPU);
 #  - a copy with its section headers cut off too (the table found by its
 #    header) is named as well (>= 90%).
 source "$(dirname "$0")/lib.sh"
@@ -168,13 +171,16 @@ if profile "$TMP/f.%f" -F 999 --inline --format folded,pprof -- "$W/gowork-full"
 	else
 		fail "the same frames stripped and unstripped" "stripped: $s unstripped: $f"
 	fi
-	s=$(main_stacks "$TMP/s.only" 0.20)
-	f=$(main_stacks "$TMP/f.only" 0.20)
-	if [ -n "$s" ] && [ "$s" = "$f" ]; then
-		pass "the same stacks of >= 20% stripped and unstripped: $(tr '\n' '|' <<<"$s")"
+	s=$(main_stacks "$TMP/s.only" 0.05)
+	f=$(main_stacks "$TMP/f.only" 0.05)
+	s1=$(main_stacks "$TMP/s.only" 0.01)
+	f1=$(main_stacks "$TMP/f.only" 0.01)
+	missing=$( (comm -23 <(echo "$s") <(echo "$f1"); comm -23 <(echo "$f") <(echo "$s1")) | tr '\n' '|')
+	if [ "$(wc -l <<<"$s")" -ge 4 ] && [ -z "$missing" ]; then
+		pass "the same stacks stripped and unstripped (>= 5% in one, >= 1% in the other): $(tr '\n' '|' <<<"$s")"
 	else
-		fail "the same stacks of >= 20% stripped and unstripped" \
-			"stripped: $(tr '\n' '|' <<<"$s") unstripped: $(tr '\n' '|' <<<"$f")"
+		fail "the same stacks stripped and unstripped (>= 5% in one, >= 1% in the other)" \
+			"in one only: $missing; stripped: $(tr '\n' '|' <<<"$s") unstripped: $(tr '\n' '|' <<<"$f")"
 	fi
 else
 	fail "gowork-full run" "$(cat "$TMP/f.%f.err")"
