@@ -55,8 +55,9 @@ struct addrspace_stats {
 	uint64_t reread_after_loss; /* maps re-read as side-band records were lost */
 	uint64_t empty_reads;	    /* reads that found no executable mapping yet
 				     * (in exec), read again later */
-	uint64_t unfollowed;	    /* announcements of processes not known while
-				     * max_procs were: not followed (addrspace__set_max_procs) */
+	uint64_t unfollowed;	    /* records (announcements, execs, mappings) of
+				     * processes not known while max_procs were: not
+				     * followed (addrspace__set_max_procs) */
 };
 
 typedef void (*addrspace_gone_fn)(void *ctx, int pid);
@@ -81,8 +82,8 @@ void addrspace__set_tracking(struct addrspace *as, bool on);
 void addrspace__set_maps_reader(struct addrspace *as, procmaps_load_fn load);
 /* At most n processes known at once (0: no bound, the default): one
  * announced when n are known is not followed (no maps read, its samples'
- * user frames not named) and counted in stats.unfollowed, until exited
- * ones are forgotten. The agent's bound on what it holds when it falls
+ * user frames not named), each of its records counted in
+ * stats.unfollowed, until exited ones are forgotten. The agent's bound on what it holds when it falls
  * behind a host that starts processes faster than it can read them. */
 void addrspace__set_max_procs(struct addrspace *as, size_t n);
 /* fn (NULL: none) is called after each read of a process's mappings

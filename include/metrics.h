@@ -46,7 +46,7 @@ struct metrics {
 	uint64_t backlog_pruned;      /* counter: backlog files pruned (age, size) */
 	uint64_t dropped_undelivered; /* counter: windows dropped never pushed */
 	uint64_t processes_tracked;   /* gauge: processes with state in the agent */
-	uint64_t processes_unfollowed; /* counter: announced while the bound was known */
+	uint64_t processes_unfollowed; /* counter: records of processes not followed */
 	uint64_t series_overflowed;   /* counter: processes folded into "other" */
 	uint64_t mappings_lost;	      /* counter: side-band mapping records lost */
 	uint64_t records_unsent;      /* counter: ring records not reserved (BPF) */

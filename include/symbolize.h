@@ -40,7 +40,7 @@ struct symbolizer_stats {
 	uint64_t empty_reads;	/* maps read with no executable mapping yet */
 	uint64_t procs_live;	/* processes known now */
 	uint64_t procs_released; /* forgotten after they exited */
-	uint64_t procs_unfollowed; /* announced while max_procs were known */
+	uint64_t procs_unfollowed; /* records of processes not followed (max_procs) */
 	uint64_t files_held;	/* files held now */
 	uint64_t files_released; /* released when no mapping held them */
 };

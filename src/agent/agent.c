@@ -119,7 +119,8 @@ struct agent {
 	const char *own_service; /* where lost samples go: our own series */
 	struct sampler_stats last; /* stats at the last window's close */
 	uint64_t sideband_lost;	   /* side-band records lost, at the last close */
-	uint64_t unfollowed;	   /* processes not followed, at the last close */
+	size_t max_procs;	   /* processes known at most (AGENT_MAX_PROCS) */
+	uint64_t unfollowed;	   /* records not followed, at the last close */
 	uint64_t from_unix_ns;	   /* the open window: [from, until) */
 	uint64_t until_unix_ns;
 	uint64_t until_mono_ns;
@@ -131,7 +132,10 @@ static size_t max_procs(void)
 {
 	const char *e = getenv("BPFS_DEBUG_MAX_PROCS");
 
-	return e ? strtoull(e, NULL, 10) : AGENT_MAX_PROCS;
+	if (!e)
+		return AGENT_MAX_PROCS;
+	p_warn("BPFS_DEBUG_MAX_PROCS=%s: at most that many processes known (for tests)", e);
+	return strtoull(e, NULL, 10);
 }
 
 static uint64_t clock_ns(clockid_t id)
@@ -464,10 +468,10 @@ static void warn_unfollowed(struct agent *a, const struct symbolizer_stats *ys)
 	a->metrics.processes_unfollowed = ys->procs_unfollowed;
 	if (ys->procs_unfollowed == a->unfollowed)
 		return;
-	p_warn("%" PRIu64 " process announcements not followed this window: %zu processes were "
+	p_warn("%" PRIu64 " records of processes not followed this window: %zu processes were "
 	       "known (the agent fell behind the processes started); their samples have no user "
 	       "frame names",
-	       ys->procs_unfollowed - a->unfollowed, max_procs());
+	       ys->procs_unfollowed - a->unfollowed, a->max_procs);
 	a->unfollowed = ys->procs_unfollowed;
 }
 
@@ -683,6 +687,7 @@ static int agent__setup(struct agent *a)
 
 	if (gethostname(a->host, sizeof(a->host) - 1))
 		snprintf(a->host, sizeof(a->host), "unknown");
+	a->max_procs = max_procs();
 	err = spool__open(&(struct spool_opts){ .dir = ao->output_dir,
 						  .host = a->host,
 						  .retain_age_s = ao->retain_age,
@@ -701,7 +706,7 @@ static int agent__setup(struct agent *a)
 					      .debug_dirs = (const char *const *)o->debug_dirs.v,
 					      .nr_debug_dirs = o->debug_dirs.nr,
 					      .no_lines = o->no_lines,
-					      .max_procs = max_procs() },
+					      .max_procs = a->max_procs },
 				      &a->sym);
 	if (!err)
 		err = stream__new(&(struct stream_opts){ .on_process = symbolizer__on_process,

@@ -141,9 +141,9 @@ char *metrics__render(const struct metrics *m)
 	scalar(f, "processes_tracked", "gauge", "Processes the agent keeps state for.",
 	       m->processes_tracked);
 	scalar(f, "processes_unfollowed_total", "counter",
-	       "Process announcements (new, exec'd, new mappings) not followed because the agent "
-	       "knew as many processes as it keeps (it fell behind the processes started): their "
-	       "samples have no user frame names.",
+	       "Records of processes not followed (announcements, execs, mappings) because the "
+	       "agent knew as many processes as it keeps (it fell behind the processes started): "
+	       "their samples have no user frame names.",
 	       m->processes_unfollowed);
 	scalar(f, "series_overflowed_total", "counter",
 	       "Processes put in the \"other\" series: more distinct services than allowed.",

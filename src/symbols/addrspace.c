@@ -168,15 +168,18 @@ static struct proc *find_proc(const struct addrspace *as, int pid)
 	return hashmap__find(as->procs, (void *)(uintptr_t)pid);
 }
 
-/* pid's record, made when new unless max_procs are known (NULL then). */
+/* pid's record, made when new unless max_procs are known: NULL then, and
+ * the record that asked (announcement, exec, mapping) counted unfollowed. */
 static struct proc *get_proc(struct addrspace *as, int pid)
 {
 	struct proc *p = find_proc(as, pid);
 
 	if (p)
 		return p;
-	if (as->max_procs && hashmap__size(as->procs) >= as->max_procs)
+	if (as->max_procs && hashmap__size(as->procs) >= as->max_procs) {
+		as->stats.unfollowed++;
 		return NULL;
+	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
@@ -414,10 +417,8 @@ void addrspace__note_process(struct addrspace *as, int pid, int ppid, uint64_t m
 {
 	struct proc *p = get_proc(as, pid);
 
-	if (!p) {
-		as->stats.unfollowed++;
+	if (!p)
 		return;
-	}
 	p_dbg("process %d (%s) announced (maps read %u times)", pid, comm, p->reads);
 	if (!p->comm[0])
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);

@@ -126,8 +126,8 @@ bounded_run() {
 	tracked=$(awk '/^bpfsampler_processes_tracked / { print $2 }' "$m")
 	samples=$(awk '/^bpfsampler_samples_total\{/ { s += $2 } END { print s + 0 }' "$m")
 	if [ $rc = 0 ] && [ "${un:-0}" -gt 0 ] && [ "${tracked:-999}" -le 100 ] && [ "$samples" -gt 0 ] &&
-		grep -q 'process announcements not followed this window: 100 processes were known' "$log"; then
-		pass "at most 100 processes known: $un announcements not followed, said and counted, $samples samples kept"
+		grep -q 'records of processes not followed this window: 100 processes were known' "$log"; then
+		pass "at most 100 processes known: $un records not followed, said and counted, $samples samples kept"
 	else
 		fail "at most 100 processes known" "rc $rc, unfollowed ${un:-none}, tracked ${tracked:-none}, samples $samples; $(grep -E 'warning|window' "$log" | tail -3)"
 	fi

@@ -543,8 +543,7 @@ static void test_lifetimes(void)
 	symbolizer__stats(sym, &ys);
 	CHECK(ys.procs_live == 1 && !ys.procs_released && !gone, "alive: kept");
 
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
+	unit_reap(child);
 	symbolizer__sweep(sym, on_gone, &gone);
 	symbolizer__stats(sym, &ys);
 	CHECK(ys.procs_live == 1 && !gone, "exited: kept for one sweep (its last samples)");
@@ -626,24 +625,13 @@ static void test_read_in_exec(void)
 	filecache__free(fc);
 }
 
-static pid_t paused_child(void)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
-	return pid;
-}
-
 /* With a bound on the processes known, one announced beyond it is not
- * followed (counted, its addresses not named) until an exited one is
- * forgotten. */
+ * followed (each of its records counted, its addresses not named) until an
+ * exited one is forgotten. */
 static void test_max_procs(void)
 {
 	uint64_t here = (uintptr_t)&test_max_procs;
-	pid_t a = paused_child(), b = paused_child();
+	pid_t a = unit_sleeper(), b = unit_sleeper();
 	struct addrspace_stats st;
 	size_t n;
 	struct filecache *fc;
@@ -659,22 +647,21 @@ static void test_max_procs(void)
 	addrspace__note_mapping(as, b, &(struct as_mapping){ .start = 0x1000, .end = 0x2000 });
 	addrspace__read_announced(as);
 	addrspace__stats(as, &st);
-	CHECK(st.live == 2 && st.unfollowed == 1, "2 known, 1 not followed: %llu, %llu",
+	CHECK(st.live == 2 && st.unfollowed == 2, "2 known, b's announcement and mapping not "
+	      "followed: %llu, %llu",
 	      (unsigned long long)st.live, (unsigned long long)st.unfollowed);
 	CHECK(!addrspace__find(as, a, 0, here, &hit) && hit.file, "a followed");
 	CHECK(addrspace__find(as, b, 0, here, &hit) == -ENOENT, "b not");
 
-	kill(a, SIGKILL);
-	waitpid(a, NULL, 0);
+	unit_reap(a);
 	n = addrspace__sweep(as, 1, NULL, NULL);
 	CHECK(n == 1, "a forgotten once exited: %zu", n);
 	addrspace__note_process(as, b, 0, 1, "b");
 	addrspace__read_announced(as);
 	addrspace__stats(as, &st);
-	CHECK(st.live == 2 && st.unfollowed == 1, "b followed in a's place");
+	CHECK(st.live == 2 && st.unfollowed == 2, "b followed in a's place");
 	CHECK(!addrspace__find(as, b, 0, here, &hit) && hit.file, "b named");
-	kill(b, SIGKILL);
-	waitpid(b, NULL, 0);
+	unit_reap(b);
 	addrspace__free(as);
 	filecache__free(fc);
 }

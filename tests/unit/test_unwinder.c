@@ -25,29 +25,12 @@
 #include "unwinder.h"
 #include "unit.h"
 
-static pid_t spawn_sleeper(void)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
-	return pid;
-}
-
-static void reap(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
-
 static void test_lifetimes(void)
 {
 	struct bpfs_unwind_row *rows = calloc(1 << 20, sizeof(*rows));
 	struct unwinder_opts o = { .rows = rows, .max_rows = 1 << 20, .procs_fd = -1, .rows_fd = -1 };
 	struct unwinder_stats st, st2;
-	pid_t a = spawn_sleeper(), b = spawn_sleeper();
+	pid_t a = unit_sleeper(), b = unit_sleeper();
 	struct procmaps *pa = NULL, *pb = NULL;
 	struct unwinder *u = NULL;
 
@@ -69,9 +52,9 @@ static void test_lifetimes(void)
 	unwinder__stats(u, &st2);
 	CHECK(st2.built == st.built && st2.rows == st.rows && st2.processes == 2,
 	      "a second process of the same files shares their tables");
-	reap(a);
+	unit_reap(a);
 	CHECK(unwinder__sweep(u) == 0, "tables still held by the other process");
-	reap(b);
+	unit_reap(b);
 	b = 0;
 	CHECK(unwinder__sweep(u) == st.built, "every table released with the last process");
 	unwinder__stats(u, &st2);
@@ -79,14 +62,14 @@ static void test_lifetimes(void)
 	      "back to the floor: %llu rows, %llu tables", (unsigned long long)st2.rows,
 	      (unsigned long long)st2.tables);
 	/* the rows are reused: the same tables fit again at the same places */
-	b = spawn_sleeper();
+	b = unit_sleeper();
 	unwinder__note_maps(u, b, pb, NULL);
 	unwinder__stats(u, &st2);
 	CHECK(st2.rows == st.rows && st2.rows_peak == st.rows, "rows reused, peak %llu",
 	      (unsigned long long)st2.rows_peak);
 out:
 	if (b > 0)
-		reap(b);
+		unit_reap(b);
 	unwinder__free(u);
 	procmaps__free(pa);
 	procmaps__free(pb);
@@ -157,7 +140,7 @@ static pid_t spawn_mapper(const char *file)
 		_exit(0);
 	}
 	if (pid > 0 && (read(pipefd[0], &ok, 1) != 1 || !ok)) {
-		reap(pid);
+		unit_reap(pid);
 		pid = -1;
 	}
 	close(pipefd[0]);
@@ -185,7 +168,7 @@ static int tables_of(const char *file, const struct debuginfo_opts *dbg, struct 
 	}
 out:
 	if (pid > 0)
-		reap(pid);
+		unit_reap(pid);
 	unwinder__free(u);
 	procmaps__free(pm);
 	free(rows);
@@ -231,7 +214,7 @@ static void test_kept(void)
 	struct unwinder_stats st, st2;
 	struct procmaps *pa = NULL, *pc = NULL;
 	struct unwinder *u = NULL;
-	pid_t a = spawn_sleeper(), c = -1;
+	pid_t a = unit_sleeper(), c = -1;
 	size_t k;
 
 	CHECK(rows && a > 0 && !procmaps__load(a, &pa) && !unwinder__new(&o, &u), "set-up");
@@ -239,7 +222,7 @@ static void test_kept(void)
 		goto out;
 	unwinder__note_maps(u, a, pa, NULL);
 	unwinder__stats(u, &st);
-	reap(a);
+	unit_reap(a);
 	a = -1;
 	CHECK(unwinder__sweep(u) == 0, "nothing released with the process");
 	unwinder__stats(u, &st2);
@@ -247,13 +230,13 @@ static void test_kept(void)
 	      "%llu of %llu tables kept, %llu rows", (unsigned long long)st2.idle,
 	      (unsigned long long)st.tables, (unsigned long long)st2.idle_rows);
 	/* the same files again (pa: the maps are the same at the same places) */
-	a = spawn_sleeper();
+	a = unit_sleeper();
 	unwinder__note_maps(u, a, pa, NULL);
 	unwinder__stats(u, &st2);
 	CHECK(st2.built == st.built && st2.reused == st.tables && st2.idle == 0,
 	      "taken up again, not built: %llu built, %llu reused",
 	      (unsigned long long)st2.built, (unsigned long long)st2.reused);
-	reap(a);
+	unit_reap(a);
 	a = -1;
 	unwinder__sweep(u);
 	unwinder__free(u);
@@ -263,13 +246,13 @@ static void test_kept(void)
 	 * fixture's new one (the fixture's mapping alone is noted). */
 	memset(rows, 0, sizeof(*rows));
 	o.max_rows = st.rows;
-	a = spawn_sleeper();
+	a = unit_sleeper();
 	c = spawn_mapper(fx);
 	CHECK(!unwinder__new(&o, &u) && c > 0 && !procmaps__load(c, &pc), "set-up, small");
 	if (!u || !pc)
 		goto out;
 	unwinder__note_maps(u, a, pa, NULL);
-	reap(a);
+	unit_reap(a);
 	a = -1;
 	unwinder__sweep(u);
 	for (k = 0; k < pc->nr && !(pc->maps[k].path && strstr(pc->maps[k].path, "fx_nofp_df")); k++)
@@ -294,9 +277,9 @@ static void test_kept(void)
 	      (unsigned long long)st2.built);
 out:
 	if (a > 0)
-		reap(a);
+		unit_reap(a);
 	if (c > 0)
-		reap(c);
+		unit_reap(c);
 	unwinder__free(u);
 	procmaps__free(pa);
 	procmaps__free(pc);
@@ -333,23 +316,23 @@ static void test_gone(void)
 	struct unwinder_stats st, st2;
 	struct procmaps *pa = NULL;
 	struct unwinder *u = NULL;
-	pid_t a = spawn_sleeper(), b;
+	pid_t a = unit_sleeper(), b;
 
 	CHECK(rows && a > 0 && !procmaps__load(a, &pa) && !unwinder__new(&o, &u), "set-up");
 	if (!rows || !pa || !u || pa->nr > 512)
 		goto out;
-	reap(a);
+	unit_reap(a);
 	unwinder__note_maps(u, a, pa, NULL);
 	unwinder__stats(u, &st);
 	CHECK(st.built == 0 && st.no_table == 0 && st.tables == 0,
 	      "a gone process: nothing built, nothing kept (%llu built, %llu without a table)",
 	      (unsigned long long)st.built, (unsigned long long)st.no_table);
-	b = spawn_sleeper();
+	b = unit_sleeper();
 	unwinder__note_maps(u, b, pa, NULL); /* the same files, at the same places */
 	unwinder__stats(u, &st);
 	CHECK(st.built >= 3, "the next process of the files builds their tables: %llu",
 	      (unsigned long long)st.built);
-	reap(b);
+	unit_reap(b);
 	unwinder__sweep(u); /* kept, idle */
 	files_of(pa, f, ids, files);
 	unwinder__note_maps(u, a, pa, files);

@@ -7,7 +7,11 @@
 #ifndef BPFSAMPLER_UNIT_H
 #define BPFSAMPLER_UNIT_H
 
+#include <signal.h>
 #include <stdio.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int unit_checks_failed;
 static int unit_tests_failed;
@@ -49,5 +53,25 @@ static const char *unit_skip_why;
 	} while (0)
 
 #define UNIT_EXIT() return unit_tests_failed ? 1 : 0
+
+/* A child that waits in pause() until unit_reap(): a live process (a copy
+ * of the test's address space) to point at. -1 when fork failed. */
+static inline pid_t unit_sleeper(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+/* Ends and reaps a child: its pid is gone (kill(pid, 0): ESRCH) after. */
+static inline void unit_reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
 
 #endif
