@@ -418,17 +418,32 @@ static const char *ifunc_name(const void *ctx, uint64_t vaddr)
 	return off ? NULL : name;
 }
 
-/* fd: the file elf reads (-1: an image in memory). */
-static int load_elf(Elf *elf, int fd, struct symtab **out)
+/* A table with only what finds the file's debug file: build-ID and
+ * .gnu_debuglink (symtab__load_ids; load_elf reads the rest). */
+static int load_ids(Elf *elf, struct symtab **out)
 {
 	struct symtab *st;
-	int err;
 
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		return -ENOEXEC;
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
+	read_build_id(elf, st->build_id);
+	read_debuglink(elf, st);
+	*out = st;
+	return 0;
+}
+
+/* fd: the file elf reads (-1: an image in memory). */
+static int load_elf(Elf *elf, int fd, struct symtab **out)
+{
+	struct symtab *st;
+	int err;
+
+	err = load_ids(elf, &st);
+	if (err)
+		return err;
 	err = read_segments(elf, st);
 	if (err)
 		goto err_free;
@@ -440,8 +455,6 @@ static int load_elf(Elf *elf, int fd, struct symtab **out)
 				    &st->plt);
 	if (err)
 		goto err_free;
-	read_build_id(elf, st->build_id);
-	read_debuglink(elf, st);
 	st->has_debug_info = elf__has_contents(elf, ".debug_info");
 	*out = st;
 	return 0;
@@ -507,17 +520,7 @@ static int take_symtab(Elf *elf, int fd, void *out)
 
 static int take_ids(Elf *elf, int fd, void *out)
 {
-	struct symtab *st;
-
-	if (!elf || elf_kind(elf) != ELF_K_ELF)
-		return -ENOEXEC;
-	st = calloc(1, sizeof(*st));
-	if (!st)
-		return -ENOMEM;
-	read_build_id(elf, st->build_id);
-	read_debuglink(elf, st);
-	*(struct symtab **)out = st;
-	return 0;
+	return load_ids(elf, out);
 }
 
 static int load_path(const char *path, int (*fn)(Elf *elf, int fd, void *arg),

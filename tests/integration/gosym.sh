@@ -55,6 +55,12 @@ gopprof() {
 		timeout 60 go tool pprof -symbolize=none "$@" 2>"$TMP/gopprof.err"
 }
 
+# pprof_raw PB: go tool pprof -raw of PB, run once per file (PB.raw).
+pprof_raw() {
+	[ -s "$1.raw" ] || gopprof -raw "$1" >"$1.raw" || { rm -f "$1.raw"; return 1; }
+	cat "$1.raw"
+}
+
 # ratio N D: N/D with 4 decimals.
 ratio() { awk -v n="$1" -v d="$2" 'BEGIN { printf "%.4f", d ? n / d : 0 }'; }
 
@@ -83,7 +89,7 @@ check_run() {
 # a sample's innermost frame of them (its first location whose outermost
 # function is one of them), MIX 1 when pprof has main.mix inlined there.
 leaf_addrs() {
-	gopprof -raw "$1" | awk '
+	pprof_raw "$1" | awk '
 		/^Samples:/ { sec = "s"; next }
 		/^Locations/ { sec = "l"; next }
 		/^Mappings/ { sec = "" }
@@ -127,7 +133,7 @@ check_inline() {
 # its caller on the next line); leafB's the same.
 check_pprof() {
 	local label=$1 raw
-	raw=$(gopprof -raw "$2") || { fail "$label: go tool pprof -raw" "$(cat "$TMP/gopprof.err")"; return; }
+	raw=$(pprof_raw "$2") || { fail "$label: go tool pprof -raw" "$(cat "$TMP/gopprof.err")"; return; }
 	raw=$(sed -n '/^Locations/,/^Mappings/p' <<<"$raw")
 	for leaf in "main.leafA:$LEAFA" "main.leafB:$LEAFB"; do
 		if awk -v file="$SRC" -v mix="$MIX" -v fn="${leaf%%:*}" -v call="${leaf##*:}" '

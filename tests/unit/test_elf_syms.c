@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "elf_plt.h"
 #include "elf_syms.h"
 #include "procmaps.h"
 #include "unit.h"
@@ -464,6 +465,45 @@ static size_t plt_ranges(void *buf, size_t size, uint64_t r[][2], size_t max)
 	return n;
 }
 
+/* The number of stubs named @plt in [r[0], r[1]) of t. */
+static size_t plt_named(const struct plt_table *t, const uint64_t r[2])
+{
+	size_t n = 0;
+
+	for (uint64_t a = r[0]; a < r[1]; a += 8) {
+		const char *name = plt_table__find(t, a, NULL);
+
+		n += name && strstr(name, "@plt");
+	}
+	return n;
+}
+
+/* The relocations come from the descriptor, not from libelf's copy of
+ * the section: an image whose relocations are zeroed names no stub
+ * through libelf, and all of them with the file's descriptor beside it. */
+static void check_relocs_from_fd(const char *path, void *buf, size_t size, const uint64_t r[2])
+{
+	struct plt_table *with_fd = NULL, *without = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf = elf_memory(buf, size);
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while (elf && (scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_RELA && sh.sh_offset + sh.sh_size <= size)
+			memset((char *)buf + sh.sh_offset, 0, sh.sh_size);
+	CHECK(fd >= 0 && elf && !elf_plt__read(elf, fd, NULL, &with_fd) &&
+		      !elf_plt__read(elf, -1, NULL, &without), "read the stubs both ways");
+	CHECK(plt_named(without, r) == 0, "zeroed relocations: %zu named", plt_named(without, r));
+	CHECK(plt_named(with_fd, r) >= 1000, "through the descriptor: %zu named",
+	      plt_named(with_fd, r));
+	plt_table__free(with_fd);
+	plt_table__free(without);
+	elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* A file's relocations are read from it in chunks of 2048 (elf_plt.c),
  * an image in memory through libelf: libstdc++'s .rela.dyn (4,158) and
  * .rela.plt (1,036) cross chunks, and both ways name every stub alike. */
@@ -495,6 +535,8 @@ static void test_plt_relocs_in_chunks(void)
 		}
 	CHECK(nr >= 2 && differ == 0, "%zu PLT sections, %zu addresses named apart", nr, differ);
 	CHECK(named >= 2000, "%zu stub addresses named @plt", named);
+	if (buf && nr)
+		check_relocs_from_fd(lib, buf, size, r[0]);
 	symtab__free(from_file);
 	symtab__free(from_mem);
 	free(buf);
