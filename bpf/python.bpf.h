@@ -43,6 +43,12 @@ struct {
 /* Where a sample's Python walk is: per CPU (only the sampling interrupt
  * walks Python; the sleepable completion does not). */
 #define PY_BUF 128
+/* The window of user memory the frames are read from. 3.11+ keeps a
+ * thread's frames one above the other in its data stack, the caller
+ * below the callee: one read of the 2 KiB below a frame serves the
+ * frames of several calls, where a read per frame cost ~200 ns on these
+ * VMs (docs/benchmarks.md, "Half of BCC's cost"). */
+#define PY_WIN 2048
 
 struct py_cursor {
 	__u64 frame;  /* the next interpreter frame to read; 0: none */
@@ -57,7 +63,16 @@ struct py_cursor {
 	__u32 pad2;
 	__u32 now;    /* the sample's time, in 2^20 ns (about ms) */
 	__u64 fsbase;
-	__u8 buf[PY_BUF]; /* one frame, read at once */
+	/* the thread state found last on this CPU, checked before use (its
+	 * thread_id must still be the sampled thread's) */
+	__u64 last_tstate;
+	__u64 last_fsbase;
+	__u32 last_pid;
+	__u32 at;     /* the current frame's offset in win */
+	__u64 wbase;  /* user address of win[0] */
+	__u32 wlen;   /* bytes of win read there; 0: none */
+	__u32 pad3;
+	__u8 win[PY_WIN + 8]; /* +8: a word at the last masked offset */
 };
 
 enum { PY_FRESH = 0, PY_WALKING, PY_DONE };
@@ -116,6 +131,7 @@ static __always_inline const struct bpfs_py_proc *python_begin(__u32 pid, struct
 	if (!*c)
 		return NULL;
 	(*c)->state = PY_FRESH;
+	(*c)->wlen = 0; /* memory read by an earlier sample is stale */
 	(*c)->taken = 0;
 	(*c)->pid = pid;
 	return py;
@@ -127,11 +143,58 @@ static __always_inline bool python_in_eval(const struct bpfs_py_proc *py, __u64 
 	       (look >= py->eval_start[1] && look < py->eval_end[1]);
 }
 
+/* A word or a byte of the current frame (off < PY_BUF: layout.c checks). */
 static __always_inline __u64 py_word(const struct py_cursor *c, __u32 off)
 {
 	if (off > PY_BUF - 8)
 		return 0;
-	return *(__u64 *)&c->buf[off & (PY_BUF - 1)];
+	return *(__u64 *)&c->win[(c->at + off) & (PY_WIN - 1)];
+}
+
+static __always_inline __u8 py_byte(const struct py_cursor *c, __u32 off)
+{
+	if (off >= PY_BUF)
+		return 0;
+	return c->win[(c->at + off) & (PY_WIN - 1)];
+}
+
+/* Reads len bytes at addr into the window; false on a fault. */
+static __always_inline bool py_win_read(struct py_cursor *c, __u64 addr, __u64 len)
+{
+	c->wlen = 0;
+	barrier_var(len); /* else clang tests a 32-bit copy the verifier does not bound */
+	if (len > PY_WIN)
+		return false;
+	if (bpf_probe_read_user(c->win, len, (void *)addr))
+		return false;
+	c->wbase = addr;
+	c->wlen = len;
+	return true;
+}
+
+/* Makes the PY_BUF bytes at frame the current frame: from the window when
+ * it holds them, else by a read of the window ending there (3.11+: the
+ * frames below are the callers'), not below frame's page (which may be
+ * the data stack's first: a fault costs more than the read); false when
+ * frame cannot be read. */
+static __always_inline bool py_load(struct py_cursor *c, __u64 frame, __u32 model)
+{
+	__u64 start = frame + PY_BUF - PY_WIN, page = frame & ~4095ULL;
+
+	if (c->wlen >= PY_BUF && frame >= c->wbase && frame - c->wbase <= c->wlen - PY_BUF) {
+		c->at = frame - c->wbase;
+		return true;
+	}
+	py_stat(BPFS_PY_STAT_FRAME_READS);
+	if (model == BPFS_PY_MODEL_FRAMEOBJ || frame < PY_WIN)
+		start = frame; /* frame objects sit anywhere on the heap */
+	else if (start < page)
+		start = page;
+	c->at = frame - start;
+	if (py_win_read(c, start, frame + PY_BUF - start))
+		return true;
+	c->at = 0;
+	return start != frame && py_win_read(c, frame, PY_BUF);
 }
 
 static __always_inline __u64 py_read_ptr(__u64 addr)
@@ -172,6 +235,32 @@ static long py_find_step(__u64 i, void *data)
 	return 0;
 }
 
+/* The thread state this CPU found last, when it is still the sampled
+ * thread's: its thread_id and frame pointer in one read (the search reads
+ * the interpreter list and each thread state on the way). *frame: the
+ * field at tstate_frame. */
+static __always_inline bool py_last_tstate(const struct bpfs_py_proc *py, struct py_cursor *c,
+					   __u64 *frame)
+{
+	const struct bpfs_py_offsets *o = &py->off;
+	__u32 lo = o->tstate_thread_id, hi = o->tstate_frame;
+
+	if (!c->last_tstate || c->last_pid != c->pid || c->last_fsbase != c->fsbase)
+		return false;
+	if (lo > hi) {
+		lo = o->tstate_frame;
+		hi = o->tstate_thread_id;
+	}
+	if (hi - lo > PY_WIN - 8 || !py_win_read(c, c->last_tstate + lo, (__u64)(hi - lo) + 8))
+		return false;
+	c->at = 0;
+	if (*(__u64 *)&c->win[(o->tstate_thread_id - lo) & (PY_WIN - 1)] != c->fsbase)
+		return false;
+	*frame = *(__u64 *)&c->win[(o->tstate_frame - lo) & (PY_WIN - 1)];
+	py_stat(BPFS_PY_STAT_TSTATE_KEPT);
+	return true;
+}
+
 /* The innermost interpreter frame of the sampled thread, or 0. */
 static __always_inline __u64 py_first_frame(const struct bpfs_py_proc *py, struct py_cursor *c)
 {
@@ -181,12 +270,18 @@ static __always_inline __u64 py_first_frame(const struct bpfs_py_proc *py, struc
 	__u64 frame;
 
 	c->fsbase = BPF_CORE_READ(task, thread.fsbase);
-	c->tstate = 0;
-	c->interp = py_read_ptr(py->runtime + o->runtime_interps);
-	bpf_loop(BPFS_PY_MAX_INTERPS * (BPFS_PY_MAX_THREADS + 1), py_find_step, &f, 0);
-	if (!f.found)
-		return 0;
-	frame = py_read_ptr(f.found + o->tstate_frame);
+	if (!py_last_tstate(py, c, &frame)) {
+		c->tstate = 0;
+		c->interp = py_read_ptr(py->runtime + o->runtime_interps);
+		bpf_loop(BPFS_PY_MAX_INTERPS * (BPFS_PY_MAX_THREADS + 1), py_find_step, &f, 0);
+		if (!f.found)
+			return 0;
+		c->last_tstate = f.found;
+		c->last_fsbase = c->fsbase;
+		c->last_pid = c->pid;
+		frame = py_read_ptr(f.found + o->tstate_frame);
+	}
+	c->wlen = 0; /* the window held the thread state */
 	if (frame && o->cframe_current != BPFS_PY_NONE)
 		frame = py_read_ptr(frame + o->cframe_current);
 	return frame;
@@ -290,11 +385,11 @@ static long py_frame_step(__u64 i, void *data)
 	}
 	if (c->taken >= BPFS_PY_MAX_FRAMES - 1)
 		return py_mark(e, BPFS_PY_MARK_TOO_DEEP, BPFS_PY_STAT_TOO_DEEP);
-	if (bpf_probe_read_user(c->buf, PY_BUF, (void *)frame))
+	if (!py_load(c, frame, o->model))
 		return py_mark(e, BPFS_PY_MARK_READ, BPFS_PY_STAT_READ);
 	back = py_word(c, o->frame_back);
-	if (o->model == BPFS_PY_MODEL_CSTACK_SHIM && o->frame_owner < PY_BUF)
-		owner = c->buf[o->frame_owner & (PY_BUF - 1)];
+	if (o->model == BPFS_PY_MODEL_CSTACK_SHIM)
+		owner = py_byte(c, o->frame_owner);
 	if (owner == BPFS_PY_OWNED_BY_CSTACK) {
 		/* the shim below an evaluation call's first frame: the next
 		 * evaluation frame's Python frames start past it */
@@ -306,8 +401,8 @@ static long py_frame_step(__u64 i, void *data)
 		return py_mark(e, BPFS_PY_MARK_BAD_CODE, BPFS_PY_STAT_BAD_CODE);
 	py_put(e, BPFS_PY_FRAME(code, py_instr(o, c, code)));
 	py_stat(BPFS_PY_STAT_FRAMES);
-	if (o->model == BPFS_PY_MODEL_ENTRY_FLAG && o->frame_entry < PY_BUF)
-		entry = c->buf[o->frame_entry & (PY_BUF - 1)];
+	if (o->model == BPFS_PY_MODEL_ENTRY_FLAG)
+		entry = py_byte(c, o->frame_entry);
 	c->frame = back;
 	/* 3.8-3.10: one Python frame per evaluation call; 3.11: down to the
 	 * frame the call entered with */

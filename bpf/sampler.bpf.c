@@ -270,11 +270,14 @@ struct {
 } segscratch SEC(".maps");
 
 /* A window of user stack memory, read with one helper call: walking the
- * frames inside it costs no helper call per frame. */
-#define UWIN_WORDS 64
+ * frames inside it costs no helper call per frame. 1 KiB: a read cost
+ * ~200 ns on these VMs nearly whatever its size, and 512 bytes took two
+ * for a main thread's six frames (1 KiB: 15% less per sample there, 10%
+ * on a 200-deep recursion; 2 KiB no better; docs/benchmarks.md). */
+#define UWIN_WORDS 128
 
 struct uwin {
-	__u64 w[UWIN_WORDS + 1]; /* +1: w[off + 1] with off masked to 63 */
+	__u64 w[UWIN_WORDS + 1]; /* +1: w[off + 1] with off masked to UWIN_WORDS - 1 */
 };
 
 struct {

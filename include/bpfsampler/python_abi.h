@@ -61,6 +61,10 @@ enum bpfs_py_stat {
 				   * next miss sends it again */
 	BPFS_PY_STAT_TAILS,	  /* samples whose Python frames the native walk
 				   * did not reach, put outward of its last frame */
+	BPFS_PY_STAT_FRAME_READS, /* reads of frame memory (one serves the frames
+				   * of several calls in 3.11+'s data stack) */
+	BPFS_PY_STAT_TSTATE_KEPT, /* walks whose thread state was the one the CPU
+				   * found last, checked, with no search */
 	BPFS_PY_STAT_NR,
 };
 

@@ -732,10 +732,15 @@ static void print_python(const struct run *r)
 	if (!ps.interpreters && !b[BPFS_PY_STAT_WALKS])
 		return;
 	fprintf(stderr, "  python: %llu processes walked (%llu of versions not walked), %llu "
-		"samples met the interpreter, %llu Python frames (%llu samples with frames outward of a native walk cut short); %llu code objects read "
+		"samples met the interpreter (%llu found their thread state again without a search), "
+		"%llu Python frames in %llu reads of frame memory (%llu samples with frames outward "
+		"of a native walk cut short); %llu code objects read "
 		"(%.1f KiB held, %llu unreadable, %llu records not sent)\n",
 		(unsigned long long)ps.processes, (unsigned long long)ps.unsupported,
-		(unsigned long long)b[BPFS_PY_STAT_WALKS], (unsigned long long)b[BPFS_PY_STAT_FRAMES],
+		(unsigned long long)b[BPFS_PY_STAT_WALKS],
+		(unsigned long long)b[BPFS_PY_STAT_TSTATE_KEPT],
+		(unsigned long long)b[BPFS_PY_STAT_FRAMES],
+		(unsigned long long)b[BPFS_PY_STAT_FRAME_READS],
 		(unsigned long long)b[BPFS_PY_STAT_TAILS],
 		(unsigned long long)(ps.codes + ps.codes_released), ps.code_bytes / 1024.0,
 		(unsigned long long)ps.code_unread, (unsigned long long)b[BPFS_PY_STAT_CODE_UNSENT]);

@@ -191,6 +191,29 @@ for p in "${PYS[@]}"; do
 	check_shares "-- python3 script: $(tag "$p")" "$TMP/cmd.$c.folded" "$c" "$TMP/truth.cmd"
 done
 
+# --- what a sample reads (bpf/python.bpf.h): the thread state found last
+# on the CPU is checked and kept, with no search of the interpreter's
+# threads; 3.11+ keeps a thread's frames one above the other in its data
+# stack, so one read serves the frames of several calls (outer and the
+# leaf, <module> below them), where 3.8-3.10's frame objects take one
+# each. Counts of the run's summary, not times.
+py_counts() { # FILE: "walks kept frames reads" of its python line
+	sed -nE 's/.*python: .* ([0-9]+) samples met the interpreter \(([0-9]+) found their thread state again.*, ([0-9]+) Python frames in ([0-9]+) reads of frame memory.*/\1 \2 \3 \4/p' "$1" | head -1
+}
+for p in "${PYS[@]}"; do
+	c=$(comm_of "$p")
+	read -r walks kept frames reads <<<"$(py_counts "$TMP/cmd.$c.folded.err")"
+	if [ -z "$walks" ] || [ "$walks" -lt 1000 ]; then
+		fail "reads per sample: $(tag "$p")" "no python summary, or few walks: $(grep 'python:' "$TMP/cmd.$c.folded.err")"
+		continue
+	fi
+	at_least "thread state kept, of $walks walks: $(tag "$p")" "$(ratio "$kept" "$walks")" 0.9
+	case $(tag "$p") in
+	*3.8* | *3.9* | *3.10*) ;;
+	*) at_least "frames per read, $frames in $reads reads: $(tag "$p")" "$(ratio "$frames" "$reads")" 1.25 ;;
+	esac
+done
+
 # --- pprof: the function's file, the line it starts at, and the lines of
 # its loop (the two after the def's next line); 0 (unknown) where a frame
 # was between instructions (3.11+'s frame not yet at its first one); the
