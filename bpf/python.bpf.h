@@ -237,26 +237,30 @@ static long py_find_step(__u64 i, void *data)
 
 /* The thread state this CPU found last, when it is still the sampled
  * thread's: its thread_id and frame pointer in one read (the search reads
- * the interpreter list and each thread state on the way). *frame: the
- * field at tstate_frame. */
-static __always_inline bool py_last_tstate(const struct bpfs_py_proc *py, struct py_cursor *c,
-					   __u64 *frame)
+ * the interpreter list and each thread state on the way); c->frame gets
+ * the field at tstate_frame. Few locals: python_frames' stack, with the
+ * walk's that calls it, is near the 512 bytes 6.1's verifier allows. */
+static __always_inline __u32 py_tstate_lo(const struct bpfs_py_offsets *o)
+{
+	return o->tstate_thread_id < o->tstate_frame ? o->tstate_thread_id : o->tstate_frame;
+}
+
+static __always_inline bool py_last_tstate(const struct bpfs_py_proc *py, struct py_cursor *c)
 {
 	const struct bpfs_py_offsets *o = &py->off;
-	__u32 lo = o->tstate_thread_id, hi = o->tstate_frame;
+	__u64 span;
 
 	if (!c->last_tstate || c->last_pid != c->pid || c->last_fsbase != c->fsbase)
 		return false;
-	if (lo > hi) {
-		lo = o->tstate_frame;
-		hi = o->tstate_thread_id;
-	}
-	if (hi - lo > PY_WIN - 8 || !py_win_read(c, c->last_tstate + lo, (__u64)(hi - lo) + 8))
+	span = (o->tstate_thread_id > o->tstate_frame ? o->tstate_thread_id : o->tstate_frame) -
+	       py_tstate_lo(o) + 8;
+	if (span > PY_WIN || !py_win_read(c, c->last_tstate + py_tstate_lo(o), span))
 		return false;
 	c->at = 0;
-	if (*(__u64 *)&c->win[(o->tstate_thread_id - lo) & (PY_WIN - 1)] != c->fsbase)
+	if (*(__u64 *)&c->win[(o->tstate_thread_id - py_tstate_lo(o)) & (PY_WIN - 1)] !=
+	    c->fsbase)
 		return false;
-	*frame = *(__u64 *)&c->win[(o->tstate_frame - lo) & (PY_WIN - 1)];
+	c->frame = *(__u64 *)&c->win[(o->tstate_frame - py_tstate_lo(o)) & (PY_WIN - 1)];
 	py_stat(BPFS_PY_STAT_TSTATE_KEPT);
 	return true;
 }
@@ -267,10 +271,9 @@ static __always_inline __u64 py_first_frame(const struct bpfs_py_proc *py, struc
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct py_find f = { .py = py, .c = c };
 	const struct bpfs_py_offsets *o = &py->off;
-	__u64 frame;
 
 	c->fsbase = BPF_CORE_READ(task, thread.fsbase);
-	if (!py_last_tstate(py, c, &frame)) {
+	if (!py_last_tstate(py, c)) {
 		c->tstate = 0;
 		c->interp = py_read_ptr(py->runtime + o->runtime_interps);
 		bpf_loop(BPFS_PY_MAX_INTERPS * (BPFS_PY_MAX_THREADS + 1), py_find_step, &f, 0);
@@ -279,12 +282,12 @@ static __always_inline __u64 py_first_frame(const struct bpfs_py_proc *py, struc
 		c->last_tstate = f.found;
 		c->last_fsbase = c->fsbase;
 		c->last_pid = c->pid;
-		frame = py_read_ptr(f.found + o->tstate_frame);
+		c->frame = py_read_ptr(f.found + o->tstate_frame);
 	}
 	c->wlen = 0; /* the window held the thread state */
-	if (frame && o->cframe_current != BPFS_PY_NONE)
-		frame = py_read_ptr(frame + o->cframe_current);
-	return frame;
+	if (c->frame && o->cframe_current != BPFS_PY_NONE)
+		return py_read_ptr(c->frame + o->cframe_current);
+	return c->frame;
 }
 
 struct py_emit {
