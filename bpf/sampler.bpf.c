@@ -247,6 +247,7 @@ struct ustack {
 	 * and the last row found with the addresses it covers. */
 	__u32 reason;
 	__u32 row_ok;
+	__u32 fp_steps; /* frames stepped by frame pointers in BPFS_UMAP_FP code */
 	__s32 map_idx;	/* the last mapping found, -1: none; kept across walks */
 	__s32 map_prev; /* the one found before it */
 	__u64 row_lo, row_hi;
@@ -362,6 +363,16 @@ static __always_inline void stat_inc(__u32 which)
 	__u32 zero = 0, *ev = bpf_map_lookup_elem(&cur_event, &zero);
 
 	stat_inc_ev(ev ? *ev : 0, which);
+}
+
+/* A counter of event ev's that is not a sample count (frames). */
+static __always_inline void stat_add_ev(__u32 ev, __u32 which, __u64 n)
+{
+	__u32 key = (ev < BPFS_MAX_EVENTS ? ev : 0) * BPFS_STAT_NR + which;
+	__u64 *v = bpf_map_lookup_elem(&stats, &key);
+
+	if (v)
+		*v += n;
 }
 
 /* A counter that is not about one sample (records, completions), kept under
@@ -1042,6 +1053,7 @@ static __always_inline void walk_from(struct ustack *st, __u64 ip, __u64 fp, __u
 	st->limited = 0;
 	st->reason = 0;
 	st->row_ok = 0;
+	st->fp_steps = 0;
 	/* map_idx and map_prev are kept from the last walk in this scratch:
 	 * a mapping index is only a guess, used once the address is checked
 	 * to lie inside that mapping of the walked process, so a guess left
@@ -1197,6 +1209,8 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 		walk_from(st, regs->ip, regs->bp, regs->sp, use_task_work ? irq_depth : max_depth);
 	}
 	user_walk(&w, proc, URD_IRQ);
+	if (st->fp_steps)
+		stat_add_ev(key->event, BPFS_STAT_UFRAMES_FP, st->fp_steps);
 	if (w.py)
 		python_tail(st, w.py, w.pyc);
 	if (CUT(4))

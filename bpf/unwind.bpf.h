@@ -283,7 +283,21 @@ static __always_inline long unwind_step(struct walk *w, enum urd rd)
 	look = nr == 1 ? pc : pc - 1;
 	mi = unwind_map_of(st, proc, look);
 	m = mi >= 0 ? &proc->m[mi & (BPFS_UNWIND_MAPS - 1)] : NULL;
-	if (m && m->row_nr) {
+	/* code built with frame pointers: past the innermost frame (which may
+	 * be in a prologue), the row would say what the frame-pointer step
+	 * does (ehframe__rows_fp): take it, without the lookup */
+	if (m && m->row_nr && nr > 1 && (m->flags & BPFS_UMAP_FP)) {
+		if (!bp)
+			return 1; /* _start's, the ABI's end (its row: the outermost) */
+		if (bp < sp || bp - sp >= MAX_STACK_SPAN || (bp & 7))
+			return unwind_stop(st, BPFS_F_USTACK_BADFRAME);
+		if (!unwind_read(w, &nbp, bp, rd) || !unwind_read(w, &ra, bp + 8, rd)) {
+			st->fault = 1;
+			return 1;
+		}
+		cfa = bp + 16;
+		st->fp_steps++;
+	} else if (m && m->row_nr) {
 		struct bpfs_unwind_row *r = &st->row;
 
 		/* the last row found still covers it (loops, recursion):

@@ -38,6 +38,10 @@ struct ehframe_stats {
 	size_t debug_shadowed; /* .debug_frame FDEs left out: .eh_frame has them */
 	uint64_t eh_bytes;  /* bytes of code .eh_frame covers */
 	uint64_t code_bytes; /* bytes of the executable PT_LOAD segments */
+	size_t not_fp;	    /* rows a frame-pointer step would walk wrong at a
+			     * return address: with unsupported 0, the code
+			     * was built with frame pointers (struct
+			     * bpfs_unwind_map's BPFS_UMAP_FP) */
 	bool has_debug_frame; /* the file read for .debug_frame has one */
 	bool debug_file;    /* .debug_frame came from a separate debug file */
 };

@@ -72,6 +72,9 @@ enum bpfs_stat {
 	BPFS_STAT_RECS_AFTER_STOP,   /* record not numbered: the loader had
 				      * stopped taking them (a completion or
 				      * exec after the final drain) */
+	BPFS_STAT_UFRAMES_FP,	     /* not samples: user frames stepped by frame
+				      * pointers in code built with them
+				      * (BPFS_UMAP_FP), no row looked up */
 	BPFS_STAT_NR,
 };
 
@@ -276,7 +279,15 @@ struct bpfs_unwind_map {
 	__u32 row_nr;
 	__u32 table_id; /* never reused: keys the BPF side's row cache, which
 			 * must not hand out a released table's rows */
-	__u32 pad;
+	__u32 flags;	/* enum bpfs_umap_flags */
+};
+
+enum bpfs_umap_flags {
+	/* Every row of the table is one a frame-pointer step walks alike at
+	 * a return address (code built with frame pointers): the walk takes
+	 * that step there, without a row lookup, past the innermost frame
+	 * (which may be in a prologue: that one is looked up). */
+	BPFS_UMAP_FP = 1,
 };
 
 /* Executable mappings kept per process; the loader counts the ones left

@@ -645,6 +645,8 @@ static const char *const stat_names[BPFS_STAT_NR] = {
 				    "may be named after the older image; raise --ring-size)",
 	[BPFS_STAT_RECS_AFTER_STOP] = "records not taken after the stop (late completions or "
 				      "execs)",
+	[BPFS_STAT_UFRAMES_FP] = "user frames stepped by frame pointers in code built with "
+				 "them",
 };
 
 static void print_group(FILE *f, const char *title, const struct sampler_stats *st,
@@ -732,6 +734,9 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 			"finished %" PRIu64 " samples; %" PRIu64 " samples never finished, %" PRIu64
 			" completions failed\n", ss->completions, ss->completed, ss->never_completed,
 			v[BPFS_STAT_COMPLETION_ERR]);
+	if (v[BPFS_STAT_UFRAMES_FP])
+		fprintf(f, "  unwind: %" PRIu64 " user frames stepped by frame pointers in code "
+			"built with them (no row looked up)\n", v[BPFS_STAT_UFRAMES_FP]);
 	if (ss->malformed || ss->conflicting_stacks || ss->reordered)
 		fprintf(f, "  rings: %" PRIu64 " malformed records, %" PRIu64
 			" conflicting stack records, %" PRIu64 " records out of order\n",

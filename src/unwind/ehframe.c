@@ -66,6 +66,8 @@ struct frange {
 	uint32_t len;
 } __attribute__((packed));
 
+#define EHFRAME_PLT_SECS 4
+
 struct ehframe {
 	struct vec rows;  /* struct bpfs_unwind_row, sorted by pc */
 	struct vec funcs; /* struct func, sorted by start; emptied into
@@ -78,6 +80,9 @@ struct ehframe {
 	uint64_t hdr_vaddr; /* .eh_frame_hdr's: struct func's fde is against it */
 	struct ehframe_stats stats;
 	bool funcs_only;  /* EHFRAME_FUNCS_ONLY: no rows kept */
+	/* the PLT sections' [start, end): jumps, no calls (fp_row) */
+	uint64_t plt[EHFRAME_PLT_SECS][2];
+	size_t nr_plt;
 };
 
 /* .eh_frame_hdr encodings (LSB "Exception Frame Header"). */
@@ -249,11 +254,54 @@ static bool same_rule(const struct bpfs_unwind_row *a, const struct bpfs_unwind_
 	       a->rbp_type == b->rbp_type && a->rbp_off == b->rbp_off;
 }
 
+/*
+ * A row where no call is made, or whose step is the frame-pointer step:
+ * the body of a function with a frame (CFA = rbp + 16, rbp saved at
+ * CFA - 16: the step reads the return address at rbp + 8 and the caller's
+ * rbp at rbp, as a frame-pointer step does); its prologue and epilogue
+ * (CFA = rsp + 8, or rsp + 16 once rbp is pushed: a call needs the stack
+ * 16-aligned and the frame set up, so no return address points there,
+ * only a sample's innermost frame, which the walk looks up); the
+ * outermost frame's; the PLT's (jumps). Anything else (a function that
+ * calls without a frame: glibc's, a crt stub's sub $8, %rsp) may hold a
+ * return address the step would walk wrong; so may a rule this reader
+ * does not know, inside a function (stats.unsupported: counted with
+ * not_fp by the caller of ehframe__stats).
+ */
+static bool fp_row(const struct ehframe *t, const struct bpfs_unwind_row *r)
+{
+	bool pushed = r->rbp_type == BPFS_RBP_CFA && r->rbp_off == -2;
+
+	for (size_t i = 0; i < t->nr_plt; i++)
+		if (r->pc >= t->plt[i][0] && r->pc < t->plt[i][1])
+			return true;
+	switch (r->cfa_type) {
+	case BPFS_CFA_NONE: /* between functions (inside one: stats.unsupported) */
+	case BPFS_CFA_END:
+	case BPFS_CFA_PLT:
+		return true;
+	case BPFS_CFA_RBP:
+		return r->cfa_off == 16 && pushed;
+	case BPFS_CFA_RSP:
+		return r->cfa_off == 8 || (r->cfa_off == 16 && pushed);
+	default:
+		return false;
+	}
+}
+
+/* Counts the final rows a frame-pointer step would walk wrong. */
+static void count_not_fp(struct ehframe *t, const struct bpfs_unwind_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		t->stats.not_fp += !fp_row(t, &rows[i]);
+}
+
 /* Hands the first n rows kept to the sink, and forgets them. */
 static int hand_on(struct ehframe *t, size_t n)
 {
 	int err = 0;
 
+	count_not_fp(t, t->rows.data, n);
 	if (t->sink->fn && n)
 		err = t->sink->fn(t->sink->ctx, t->handed, t->rows.data, n);
 	memmove(t->rows.data, vec__at(&t->rows, n), (t->rows.nr - n) * t->rows.elem);
@@ -913,6 +961,32 @@ static bool in_code(const struct ehframe *t, uint64_t addr)
 	return false;
 }
 
+/* The PLT sections' address ranges (fp_row). */
+static void read_plt(struct ehframe *t, Elf *elf)
+{
+	static const char *const names[] = { ".plt", ".plt.sec", ".plt.got", ".iplt" };
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn)) && t->nr_plt < EHFRAME_PLT_SECS) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR))
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		for (size_t i = 0; n && i < sizeof(names) / sizeof(names[0]); i++) {
+			if (strcmp(n, names[i]))
+				continue;
+			t->plt[t->nr_plt][0] = sh.sh_addr;
+			t->plt[t->nr_plt++][1] = sh.sh_addr + sh.sh_size;
+			break;
+		}
+	}
+}
+
 /* The section's bytes, decompressed when SHF_COMPRESSED (Debian's debug
  * files are); NULL when elf has none with contents. */
 static Elf_Data *section_data(Elf *elf, const char *name)
@@ -1010,6 +1084,8 @@ static int build(struct ehframe *t, Elf *elf, Elf *dbg, unsigned flags)
 
 	err = read_segs(elf, &t->segs);
 	if (!err)
+		read_plt(t, elf);
+	if (!err)
 		err = read_hdr_table(elf, &t->funcs, &t->hdr_vaddr);
 	if (err && err != -ENOENT)
 		return err;
@@ -1056,6 +1132,8 @@ static int build(struct ehframe *t, Elf *elf, Elf *dbg, unsigned flags)
 			err = read_function(t, &cfis, direct, i);
 	}
 	t->stats.rows = t->rows.nr;
+	if (!t->sink) /* else counted as they are handed on */
+		count_not_fp(t, t->rows.data, t->rows.nr);
 out:
 	if (cfis.cfi[SRC_EH])
 		dwarf_cfi_end(cfis.cfi[SRC_EH]);

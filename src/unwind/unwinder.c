@@ -32,6 +32,7 @@ struct table {
 	char key[2 * 64 + 1];	/* build-ID, or "dev:inode" without one */
 	uint32_t first, nr;	/* rows [first, first + nr); nr 0: no table */
 	uint32_t id;		/* never reused (the BPF row cache's key) */
+	bool fp;		/* built with frame pointers (BPFS_UMAP_FP) */
 	struct ehframe_seg *segs;
 	size_t nr_segs;
 	unsigned int refs;	/* process mappings that use it */
@@ -421,6 +422,7 @@ static int load_streamed(struct unwinder *u, struct table *t, const char *path, 
 	if (!err) {
 		ehframe__stats(eh, &st);
 		err = st.rows == to.nr ? take_rows(t, eh, to.first, to.nr) : -EIO;
+		t->fp = !st.not_fp && !st.unsupported;
 		ehframe__free(eh);
 	}
 	if (err)
@@ -452,7 +454,9 @@ static int load_whole(struct unwinder *u, struct table *t, const char *path, con
 	err = rows_write(u, first, rows, nr) ? -errno : take_rows(t, eh, first, nr);
 	if (!err) {
 		ehframe__stats(eh, st);
-		p_dbg("%s: unwind table of %zu rows at %u", name, nr, first);
+		t->fp = !st->not_fp && !st->unsupported;
+		p_dbg("%s: unwind table of %zu rows at %u%s", name, nr, first,
+		      t->fp ? " (built with frame pointers)" : "");
 	}
 	ehframe__free(eh);
 	return err ? not_placed(u, name, first, nr, err) : 0;
@@ -648,6 +652,7 @@ void unwinder__note_maps(struct unwinder *u, int pid, const struct procmaps *pm,
 			e->row_first = t->first;
 			e->row_nr = t->nr;
 			e->table_id = t->id;
+			e->flags = t->fp ? BPFS_UMAP_FP : 0;
 		}
 		/* held even without rows: a file known to have no table is
 		 * not read again while it is mapped */

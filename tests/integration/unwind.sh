@@ -53,6 +53,19 @@ grep -q 'unwind tables: [1-9]' "$TMP/nofp.folded.err" &&
 	pass "nofp: the summary gives the tables' memory: $(grep -o 'unwind tables:.*' "$TMP/nofp.folded.err")" ||
 	fail "nofp: the summary gives the tables' memory" "$(cat "$TMP/nofp.folded.err")"
 
+# --- Code built with frame pointers (tests/workloads): every row of its
+# table is one a frame-pointer step walks alike, so past the innermost
+# frame the walk takes that step there, without a row lookup
+# (BPFS_UMAP_FP), and the stacks stay whole: ~200 such frames a sample.
+profile "$TMP/rec.folded" -F 999 -- "$W/recurse" 200 2 || fail "recurse run" "$(cat "$TMP/rec.folded.err")"
+comm_lines "$TMP/rec.folded" recurse >"$TMP/rec.only"
+n=$(total "$TMP/rec.only")
+whole=$(samples_matching "$TMP/rec.only" ';main;run_recurse;(recurse;){200}recurse_leaf(;|$)')
+at_least "recurse 200: stacks whole, of $n" "$(ratio "$whole" "$n")" 0.98
+fpf=$(sed -nE 's/.*unwind: ([0-9]+) user frames stepped by frame pointers.*/\1/p' "$TMP/rec.folded.err")
+at_least "recurse 200: frames stepped by frame pointers a sample (${fpf:-0} in $n samples)" \
+	"$(ratio "${fpf:-0}" "$n")" 150
+
 # -p: the process's tables are loaded before sampling starts, so none of
 # its samples is cut for want of them; its parent (whose maps are read for
 # a child that forks without exec) gets no tables: nofp, libc, ld.so only.

@@ -702,6 +702,50 @@ static void test_streamed(void)
 	free(c.rows);
 }
 
+/* not_fp and unsupported of path's table, whole or streamed. */
+static bool fp_counts(const char *path, bool streamed, struct ehframe_stats *st)
+{
+	struct ehframe_sink sink = { .fn = NULL, .chunk = 1000 };
+	struct ehframe *t = NULL;
+	int err = streamed ? ehframe__load_sink(path, &sink, &t) : ehframe__load(path, &t);
+
+	CHECK(!err, "load %s: %s", path, strerror(-err));
+	if (err)
+		return false;
+	ehframe__stats(t, st);
+	ehframe__free(t);
+	return true;
+}
+
+/* Code built with frame pointers is told from code built without it
+ * (BPFS_UMAP_FP: past the innermost frame, the walk steps by frame
+ * pointers there without a row lookup): the fixtures built with them have
+ * no row such a step would walk wrong (their PLTs and the gaps between
+ * functions included); fx_nofp (-fomit-frame-pointer) and libc have many.
+ * Streamed (rows counted as they are handed on), the same counts. */
+static void test_fp_built(void)
+{
+	const char *fp[] = { FX("fx_pie"), FX("fx_nopie"), FX("libfx.so") };
+	const char *nofp[] = { FX("fx_nofp"), "/lib/x86_64-linux-gnu/libc.so.6" };
+	struct ehframe_stats st, ss;
+
+	for (size_t i = 0; i < sizeof(fp) / sizeof(fp[0]); i++)
+		if (fp_counts(fp[i], false, &st))
+			CHECK(st.rows > 10 && !st.not_fp && !st.unsupported,
+			      "%s: %zu of %zu rows not the frame-pointer step's, %zu unsupported",
+			      fp[i], st.not_fp, st.rows, st.unsupported);
+	for (size_t i = 0; i < sizeof(nofp) / sizeof(nofp[0]); i++) {
+		if (!fp_counts(nofp[i], false, &st) || !fp_counts(nofp[i], true, &ss))
+			continue;
+		printf("    %s: %zu of %zu rows not the frame-pointer step's\n", nofp[i],
+		       st.not_fp, st.rows);
+		CHECK(st.not_fp > st.rows / 10, "%s: only %zu of %zu rows", nofp[i], st.not_fp,
+		      st.rows);
+		CHECK(ss.not_fp == st.not_fp, "%s streamed: %zu, whole %zu", nofp[i], ss.not_fp,
+		      st.not_fp);
+	}
+}
+
 int main(void)
 {
 	RUN(test_fixture_rows);
@@ -714,6 +758,7 @@ int main(void)
 	RUN(test_direct_same_as_libdw);
 	RUN(test_funcs_only);
 	RUN(test_streamed);
+	RUN(test_fp_built);
 	RUN(test_bad_input);
 	RUN(test_cancel);
 	UNIT_EXIT();
