@@ -24,3 +24,13 @@ if [ $rc -eq 0 ] && [ "$rows" = 2 ]; then
 else
 	fail "bench/paired gives both profilers a time per sample" "exit $rc, $rows rows: $(cat "$TMP/paired") $(tail -3 "$TMP/perr")"
 fi
+# --work: another workload in place of cpuburn (here the 200-deep
+# recursion), started and stopped with its round
+"$ROOT/tools/bench/paired" --work recurse200 --rounds 1 --seconds 1 "$BPFS" >"$TMP/pw" 2>"$TMP/pwerr"
+rc=$?
+rows=$(grep -cE '^\| .*bpfsampler.* \| [0-9]+ \([0-9]+-[0-9]+\) \| [0-9.]+ \|$' "$TMP/pw")
+if [ $rc -eq 0 ] && [ "$rows" = 1 ] && grep -q '^recurse200 round 1:' "$TMP/pw" && ! pgrep -f "recurse 200 100000" >/dev/null; then
+	pass "bench/paired --work recurse200: a time per sample, the workload gone after"
+else
+	fail "bench/paired --work recurse200" "exit $rc, $rows rows: $(cat "$TMP/pw") $(tail -3 "$TMP/pwerr")"
+fi
