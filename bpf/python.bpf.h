@@ -254,7 +254,7 @@ static __always_inline bool py_last_tstate(const struct bpfs_py_proc *py, struct
 		return false;
 	span = (o->tstate_thread_id > o->tstate_frame ? o->tstate_thread_id : o->tstate_frame) -
 	       py_tstate_lo(o) + 8;
-	if (span > PY_WIN || !py_win_read(c, c->last_tstate + py_tstate_lo(o), span))
+	if (!py_win_read(c, c->last_tstate + py_tstate_lo(o), span))
 		return false;
 	c->at = 0;
 	if (*(__u64 *)&c->win[(o->tstate_thread_id - py_tstate_lo(o)) & (PY_WIN - 1)] !=
@@ -284,7 +284,6 @@ static __always_inline __u64 py_first_frame(const struct bpfs_py_proc *py, struc
 		c->last_pid = c->pid;
 		c->frame = py_read_ptr(f.found + o->tstate_frame);
 	}
-	c->wlen = 0; /* the window held the thread state */
 	if (c->frame && o->cframe_current != BPFS_PY_NONE)
 		return py_read_ptr(c->frame + o->cframe_current);
 	return c->frame;

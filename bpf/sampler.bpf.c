@@ -347,14 +347,20 @@ struct abi_regs {
 };
 #define CTX_REG(ctx, r) (*(volatile __u64 *)&((struct abi_regs *)&(ctx)->regs)->r)
 
-/* A sample bucket of event ev. */
-static __always_inline void stat_inc_ev(__u32 ev, __u32 which)
+/* Event ev's counter which, by n (frames, for BPFS_STAT_UFRAMES_FP). */
+static __always_inline void stat_add_ev(__u32 ev, __u32 which, __u64 n)
 {
 	__u32 key = (ev < BPFS_MAX_EVENTS ? ev : 0) * BPFS_STAT_NR + which;
 	__u64 *v = bpf_map_lookup_elem(&stats, &key);
 
 	if (v)
-		*v += 1; /* per-CPU slot: no atomics needed */
+		*v += n; /* per-CPU slot: no atomics needed */
+}
+
+/* A sample bucket of event ev. */
+static __always_inline void stat_inc_ev(__u32 ev, __u32 which)
+{
+	stat_add_ev(ev, which, 1);
 }
 
 /* A sample bucket of the current sample's event, where it is not at hand. */
@@ -363,16 +369,6 @@ static __always_inline void stat_inc(__u32 which)
 	__u32 zero = 0, *ev = bpf_map_lookup_elem(&cur_event, &zero);
 
 	stat_inc_ev(ev ? *ev : 0, which);
-}
-
-/* A counter of event ev's that is not a sample count (frames). */
-static __always_inline void stat_add_ev(__u32 ev, __u32 which, __u64 n)
-{
-	__u32 key = (ev < BPFS_MAX_EVENTS ? ev : 0) * BPFS_STAT_NR + which;
-	__u64 *v = bpf_map_lookup_elem(&stats, &key);
-
-	if (v)
-		*v += n;
 }
 
 /* A counter that is not about one sample (records, completions), kept under

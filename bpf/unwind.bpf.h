@@ -270,6 +270,7 @@ static __always_inline long unwind_step(struct walk *w, enum urd rd)
 	__u32 nr = st->nr;
 	__u64 pc, look, sp = st->sp, bp = st->fp, cfa, ra = 0, nbp = bp;
 	const struct bpfs_unwind_map *m;
+	bool table;
 	int mi;
 
 	if (nr >= max_depth || nr >= BPFS_MAX_USER_DEPTH || !nr)
@@ -283,21 +284,12 @@ static __always_inline long unwind_step(struct walk *w, enum urd rd)
 	look = nr == 1 ? pc : pc - 1;
 	mi = unwind_map_of(st, proc, look);
 	m = mi >= 0 ? &proc->m[mi & (BPFS_UNWIND_MAPS - 1)] : NULL;
-	/* code built with frame pointers: past the innermost frame (which may
-	 * be in a prologue), the row would say what the frame-pointer step
-	 * does (ehframe__rows_fp): take it, without the lookup */
-	if (m && m->row_nr && nr > 1 && (m->flags & BPFS_UMAP_FP)) {
-		if (!bp)
-			return 1; /* _start's, the ABI's end (its row: the outermost) */
-		if (bp < sp || bp - sp >= MAX_STACK_SPAN || (bp & 7))
-			return unwind_stop(st, BPFS_F_USTACK_BADFRAME);
-		if (!unwind_read(w, &nbp, bp, rd) || !unwind_read(w, &ra, bp + 8, rd)) {
-			st->fault = 1;
-			return 1;
-		}
-		cfa = bp + 16;
-		st->fp_steps++;
-	} else if (m && m->row_nr) {
+	/* the row, unless the code was built with frame pointers and this is
+	 * not the innermost frame (which may be in a prologue): there the row
+	 * would say what the frame-pointer step does (BPFS_UMAP_FP, fp_row in
+	 * src/unwind/ehframe.c), taken without the lookup */
+	table = m && m->row_nr;
+	if (table && !(nr > 1 && (m->flags & BPFS_UMAP_FP))) {
 		struct bpfs_unwind_row *r = &st->row;
 
 		/* the last row found still covers it (loops, recursion):
@@ -332,19 +324,22 @@ static __always_inline long unwind_step(struct walk *w, enum urd rd)
 			return 1;
 		}
 	} else {
-		/* no table: a frame-pointer step, where allowed */
-		if (unwind_mode == BPFS_UNWIND_DWARF)
+		/* a frame-pointer step: code built with them, or no table
+		 * (where allowed) */
+		if (!table && unwind_mode == BPFS_UNWIND_DWARF)
 			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
 		if (!bp)
-			return 1; /* the chain's end, the ABI's way */
+			return 1; /* the chain's end, the ABI's way (_start's) */
 		if (bp < sp || bp - sp >= MAX_STACK_SPAN || (bp & 7))
-			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
+			return unwind_stop(st, table ? BPFS_F_USTACK_BADFRAME :
+							 BPFS_F_USTACK_NOINFO);
 		if (!unwind_read(w, &nbp, bp, rd) ||
 		    !unwind_read(w, &ra, bp + 8, rd)) {
 			st->fault = 1;
 			return 1;
 		}
 		cfa = bp + 16;
+		st->fp_steps += table;
 	}
 	if (!ra)
 		return 1; /* a zeroed return address: the thread's first frame */

@@ -39,9 +39,7 @@ struct ehframe_stats {
 	uint64_t eh_bytes;  /* bytes of code .eh_frame covers */
 	uint64_t code_bytes; /* bytes of the executable PT_LOAD segments */
 	size_t not_fp;	    /* rows a frame-pointer step would walk wrong at a
-			     * return address: with unsupported 0, the code
-			     * was built with frame pointers (struct
-			     * bpfs_unwind_map's BPFS_UMAP_FP) */
+			     * return address (ehframe_stats__fp) */
 	bool has_debug_frame; /* the file read for .debug_frame has one */
 	bool debug_file;    /* .debug_frame came from a separate debug file */
 };
@@ -94,6 +92,14 @@ const struct bpfs_unwind_row *ehframe__find(const struct ehframe *t, uint64_t pc
 uint64_t ehframe__func_start(const struct ehframe *t, uint64_t pc);
 const struct ehframe_seg *ehframe__segs(const struct ehframe *t, size_t *nr);
 void ehframe__stats(const struct ehframe *t, struct ehframe_stats *out);
+
+/* Whether the table is of code built with frame pointers: no row a
+ * frame-pointer step would walk wrong, and no rule it does not know inside
+ * a function (struct bpfs_unwind_map's BPFS_UMAP_FP). */
+static inline bool ehframe_stats__fp(const struct ehframe_stats *st)
+{
+	return st->rows && !st->not_fp && !st->unsupported;
+}
 /* Heap bytes held by t. */
 size_t ehframe__mem_bytes(const struct ehframe *t);
 

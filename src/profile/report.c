@@ -735,8 +735,8 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 			" completions failed\n", ss->completions, ss->completed, ss->never_completed,
 			v[BPFS_STAT_COMPLETION_ERR]);
 	if (v[BPFS_STAT_UFRAMES_FP])
-		fprintf(f, "  unwind: %" PRIu64 " user frames stepped by frame pointers in code "
-			"built with them (no row looked up)\n", v[BPFS_STAT_UFRAMES_FP]);
+		fprintf(f, "  unwind: %" PRIu64 " %s (no row looked up)\n",
+			v[BPFS_STAT_UFRAMES_FP], stat_names[BPFS_STAT_UFRAMES_FP]);
 	if (ss->malformed || ss->conflicting_stacks || ss->reordered)
 		fprintf(f, "  rings: %" PRIu64 " malformed records, %" PRIu64
 			" conflicting stack records, %" PRIu64 " records out of order\n",

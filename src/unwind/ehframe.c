@@ -265,8 +265,8 @@ static bool same_rule(const struct bpfs_unwind_row *a, const struct bpfs_unwind_
  * outermost frame's; the PLT's (jumps). Anything else (a function that
  * calls without a frame: glibc's, a crt stub's sub $8, %rsp) may hold a
  * return address the step would walk wrong; so may a rule this reader
- * does not know, inside a function (stats.unsupported: counted with
- * not_fp by the caller of ehframe__stats).
+ * does not know, inside a function (stats.unsupported: ehframe_stats__fp
+ * counts it too).
  */
 static bool fp_row(const struct ehframe *t, const struct bpfs_unwind_row *r)
 {

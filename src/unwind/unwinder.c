@@ -422,7 +422,7 @@ static int load_streamed(struct unwinder *u, struct table *t, const char *path, 
 	if (!err) {
 		ehframe__stats(eh, &st);
 		err = st.rows == to.nr ? take_rows(t, eh, to.first, to.nr) : -EIO;
-		t->fp = !st.not_fp && !st.unsupported;
+		t->fp = ehframe_stats__fp(&st);
 		ehframe__free(eh);
 	}
 	if (err)
@@ -454,7 +454,7 @@ static int load_whole(struct unwinder *u, struct table *t, const char *path, con
 	err = rows_write(u, first, rows, nr) ? -errno : take_rows(t, eh, first, nr);
 	if (!err) {
 		ehframe__stats(eh, st);
-		t->fp = !st->not_fp && !st->unsupported;
+		t->fp = ehframe_stats__fp(st);
 		p_dbg("%s: unwind table of %zu rows at %u%s", name, nr, first,
 		      t->fp ? " (built with frame pointers)" : "");
 	}
