@@ -434,6 +434,19 @@ static int64_t rd_sleb(struct cursor *c)
 	return (int64_t)rd_leb(c, true);
 }
 
+/* An offset the CIE's data alignment factor scales: a product that would
+ * not fit makes the program bad, like any other unreadable operand. */
+static int64_t rd_data(struct cursor *c, bool is_signed, int64_t daf)
+{
+	int64_t v = is_signed ? rd_sleb(c) : (int64_t)rd_uleb(c), off;
+
+	if (__builtin_mul_overflow(v, daf, &off)) {
+		c->bad = true;
+		return 0;
+	}
+	return off;
+}
+
 static uint64_t rd_fixed(struct cursor *c, size_t n, bool sign)
 {
 	uint64_t v = 0;
@@ -606,7 +619,7 @@ static int run_cfa(const struct cie_info *cie, struct cfa_state *st, struct curs
 			delta = op & 0x3f;
 			goto advance;
 		case DW_CFA_offset:
-			set_rule(st, op & 0x3f, RULE_OFFSET, (int64_t)rd_uleb(c) * cie->daf);
+			set_rule(st, op & 0x3f, RULE_OFFSET, rd_data(c, false, cie->daf));
 			continue;
 		case DW_CFA_restore:
 			restore_rule(st, cie, op & 0x3f);
@@ -626,11 +639,11 @@ static int run_cfa(const struct cie_info *cie, struct cfa_state *st, struct curs
 			goto advance;
 		case DW_CFA_offset_extended:
 			reg = rd_uleb(c);
-			off = (int64_t)rd_uleb(c) * cie->daf;
+			off = rd_data(c, false, cie->daf);
 			goto set_offset;
 		case DW_CFA_offset_extended_sf:
 			reg = rd_uleb(c);
-			off = rd_sleb(c) * cie->daf;
+			off = rd_data(c, true, cie->daf);
 set_offset:
 			set_rule(st, reg, RULE_OFFSET, off);
 			continue;
@@ -676,7 +689,7 @@ other:
 			continue;
 		case DW_CFA_def_cfa_sf:
 			st->cfa_reg = (int64_t)rd_uleb(c);
-			st->cfa_off = rd_sleb(c) * cie->daf;
+			st->cfa_off = rd_data(c, true, cie->daf);
 			continue;
 		case DW_CFA_def_cfa_register:
 			if (st->cfa_reg < 0)
@@ -691,7 +704,7 @@ other:
 		case DW_CFA_def_cfa_offset_sf:
 			if (st->cfa_reg < 0)
 				return -1;
-			st->cfa_off = rd_sleb(c) * cie->daf;
+			st->cfa_off = rd_data(c, true, cie->daf);
 			continue;
 		case DW_CFA_GNU_args_size:
 			rd_uleb(c);

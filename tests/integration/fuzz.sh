@@ -40,6 +40,17 @@ fuzz_one() {
 	fi
 }
 
+# Each crash input of up to 4 KiB as base64 (base64 -d rebuilds it).
+print_small_inputs() {
+	local f
+
+	for f in "$1"/*; do
+		[ -f "$f" ] && [ "$(stat -c %s "$f")" -le 4096 ] || continue
+		echo "    ${f##*/}, base64:"
+		base64 -w 76 "$f" | sed 's/^/      /'
+	done
+}
+
 # Two targets at a time, one per CPU of the CI machine: the same fuzzing
 # in half the suite's time (each libFuzzer process uses one CPU).
 jobs_max=${FUZZ_SUITE_JOBS:-$(nproc)}
@@ -62,9 +73,11 @@ for t in "${targets[@]}"; do
 		pass "fuzz_$t ($runs runs in $secs s)"
 	else
 		grep -E 'ERROR|SUMMARY|#[0-9]+ ' "$TMP/$t.log" | tail -15 | sed 's/^/    /'
-		# $TMP goes at exit; a new folder, never a path someone else
-		# could have planted in /tmp
-		keep=$(mktemp -d "/tmp/bpfsampler-fuzz-crash-$t.XXXXXX") && cp -r "$TMP/art-$t/." "$keep/"
+		# $TMP goes at exit: the input is kept in the build tree (never
+		# in /tmp, where the suite leaves nothing), and printed when
+		# small, as a CI machine's tree is gone when its log is read
+		keep=$(mktemp -d "$F/crash-$t.XXXXXX") && cp -r "$TMP/art-$t/." "$keep/"
+		print_small_inputs "$keep"
 		fail "fuzz_$t" "crashed; the input is in $keep/: reproduce with $bin $keep/crash-*, fix the parser, commit the input under tests/fuzz/regress/$t/"
 	fi
 done
