@@ -69,8 +69,8 @@ check_run() {
 	local label=$1 f=$2 comm=$3 t a b named inl share
 	comm_lines "$f.folded" "$comm" >"$f.only"
 	t=$(total "$f.only")
-	a=$(samples_matching "$f.only" ';main\.leafA(;|$)')
-	b=$(samples_matching "$f.only" ';main\.leafB(;|$)')
+	a=$(samples_matching "$f.only" ';main[.]leafA(;|$)')
+	b=$(samples_matching "$f.only" ';main[.]leafB(;|$)')
 	named=$(ratio $((a + b)) "$t")
 	if awk -v s="$named" 'BEGIN { exit !(s >= 0.90) }' && [ "$t" -ge 500 ]; then
 		pass "$label: $named of $t samples in main.leafA or main.leafB"
@@ -81,7 +81,7 @@ check_run() {
 	share=$(ratio "$a" $((a + b)))
 	within "$label: main.leafA's share of the two $share (truth 1/3, +- 5 points)" \
 		"$share" 0.3333 0.05
-	inl=$(samples_matching "$f.only" ';main\.leaf[AB];main\.mix [(]inline[)](;|$)')
+	inl=$(samples_matching "$f.only" ';main[.]leaf[AB];main[.]mix [(]inline[)](;|$)')
 	check_inline "$label" "$f.pb.gz" "$4" "$inl" $((a + b))
 }
 
@@ -200,7 +200,7 @@ if [ "$(readelf -h "$TMP/gowork-nosh" | awk '/Number of section headers/ { print
 	profile "$TMP/n.folded" -F 999 -- "$TMP/gowork-nosh" 1; then
 	comm_lines "$TMP/n.folded" gowork-nosh >"$TMP/n.only"
 	t=$(total "$TMP/n.only")
-	n=$(samples_matching "$TMP/n.only" ';main\.leaf[AB](;|$)')
+	n=$(samples_matching "$TMP/n.only" ';main[.]leaf[AB](;|$)')
 	share=$(ratio "$n" "$t")
 	if awk -v s="$share" 'BEGIN { exit !(s >= 0.90) }' && [ "$t" -ge 50 ]; then
 		pass "no section headers: $share of $t samples in main.leafA or main.leafB"
