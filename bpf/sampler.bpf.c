@@ -151,11 +151,6 @@ struct {
 	__type(value, struct gen_cache);
 } gen_cache SEC(".maps");
 
-/* Segments stored in `stacks` so far: the loader empties the map, keeping
- * what it holds, before it fills (sampler__clear_stacks). Only new
- * segments add to it, not samples. */
-__u64 stacks_stored = 0;
-
 static __always_inline __u32 map_gen_of(__u32 pid)
 {
 	__u64 epoch = *(volatile __u64 *)&map_gen_epoch;
@@ -788,7 +783,10 @@ static __always_inline __u64 store_segment_in(__u32 src, __u64 seed, bool in_sam
 		if (!old) {
 			err = bpf_map_update_elem(&stacks, &id, s, BPF_NOEXIST);
 			if (!err) {
-				__sync_fetch_and_add(&stacks_stored, 1);
+				/* per CPU: one shared counter's line went
+				 * back and forth between CPUs storing at once
+				 * (a build: nearly every sample new) */
+				stat_inc_global(BPFS_STAT_SEGS_STORED);
 				/* one read of mode: the compat
 				 * variant must not keep send_segment */
 				if (mode == BPFS_MODE_STREAM) {

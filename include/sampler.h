@@ -153,8 +153,8 @@ int sampler__read_stack(struct sampler *s, uint64_t id, struct bpfs_stack *out);
 /* A segment taken out of the stacks map (sampler__clear_stacks). */
 typedef int (*sampler_stack_fn)(void *ctx, uint64_t id, const struct bpfs_stack *seg);
 /* Segments BPF stored in the stacks map since it was last emptied (its
- * .bss count: exact, those whose stack record was lost included): the
- * map is emptied when this reaches half of --stack-entries. */
+ * per-CPU count, summed: exact, those whose stack record was lost
+ * included): the map is emptied when this reaches half of --stack-entries. */
 uint64_t sampler__stacks_since_clear(const struct sampler *s);
 /* Empties the stacks map while sampling (a window closed, or the map half
  * full): BPF stores, and in stream mode sends, each segment again the next

@@ -75,6 +75,9 @@ enum bpfs_stat {
 	BPFS_STAT_UFRAMES_FP,	     /* not samples: user frames stepped by frame
 				      * pointers in code built with them
 				      * (BPFS_UMAP_FP), no row looked up */
+	BPFS_STAT_SEGS_STORED,	     /* not samples: segments new to `stacks`,
+				      * under event 0 (the loader empties the
+				      * map when half of it is new) */
 	BPFS_STAT_NR,
 };
 

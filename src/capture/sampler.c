@@ -78,7 +78,7 @@ struct sampler {
 	pthread_t detacher;	/* detaching the followers, when detaching */
 	bool detaching;
 	uint64_t mapgens_failed; /* gens not stored (mapgens update failed) */
-	uint64_t stored_at_clear; /* .bss stacks_stored when last emptied */
+	uint64_t stored_at_clear; /* segs_stored() when last emptied */
 	uint64_t stacks_dropped;  /* segments emptied out but not kept */
 	long keep_fail_after;	  /* BPFS_DEBUG_KEEP_FAIL: keeps before failing; -1 */
 	uint64_t keeps;		  /* segments handed to keep so far */
@@ -999,10 +999,31 @@ int sampler__read_stack(struct sampler *s, uint64_t id, struct bpfs_stack *out)
 	return bpf_map__lookup_elem(s->skel->maps.stacks, &id, sizeof(id), out, sizeof(*out), 0);
 }
 
+/* Segments BPF stored in `stacks` so far: a per-CPU counter
+ * (BPFS_STAT_SEGS_STORED under event 0), summed; 0 when it cannot be read,
+ * which only delays an emptying. */
+static uint64_t segs_stored(const struct sampler *s)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u32 key = BPFS_STAT_SEGS_STORED;
+	uint64_t sum = 0;
+	__u64 *vals;
+
+	vals = ncpu > 0 ? calloc(ncpu, sizeof(*vals)) : NULL;
+	if (vals && !bpf_map__lookup_elem(s->skel->maps.stats, &key, sizeof(key), vals,
+					  ncpu * sizeof(*vals), 0)) {
+		for (int c = 0; c < ncpu; c++)
+			sum += vals[c];
+	}
+	free(vals);
+	return sum;
+}
+
 uint64_t sampler__stacks_since_clear(const struct sampler *s)
 {
-	return __atomic_load_n(&s->skel->bss->stacks_stored, __ATOMIC_RELAXED) -
-	       s->stored_at_clear;
+	uint64_t now = segs_stored(s);
+
+	return now > s->stored_at_clear ? now - s->stored_at_clear : 0;
 }
 
 /* An emptying of the stacks map: each segment taken out is kept, or, once
@@ -1086,7 +1107,7 @@ int sampler__clear_stacks(struct sampler *s, sampler_stack_fn keep, void *ctx, s
 	int err;
 
 	/* what BPF stored until now is in the map, or taken out below */
-	s->stored_at_clear = __atomic_load_n(&s->skel->bss->stacks_stored, __ATOMIC_RELAXED);
+	s->stored_at_clear = segs_stored(s);
 	err = walk_batches(bpf_map__fd(s->skel->maps.stacks), true, 512, sizeof(__u64),
 			   sizeof(struct bpfs_stack), stack_batch, &w, &started);
 	/* no batch operations here, or a bucket larger than a chunk
