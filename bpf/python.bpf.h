@@ -115,8 +115,52 @@ static __always_inline void py_stat(__u32 which)
 		*v += 1; /* per CPU, only the interrupt counts: no atomics */
 }
 
+/* Bumped by the loader after each process it adds to py_procs
+ * (sampler__python_added; the off-CPU unit shares this .bss): what a CPU
+ * remembers of a pid without an entry holds until then. The loader starts
+ * it at 1; at 0 nothing is remembered. */
+__u64 py_procs_epoch = 0;
+
+/* The last pid this CPU found without an entry, at which epoch: a thread
+ * that is not Python, sampled again and again, costs a compare instead of
+ * a hash lookup. Only absence is remembered (an entry is looked up for
+ * its pointer); the epoch is read before the lookup, and the loader bumps
+ * it after its insert, so an entry added meanwhile is found at the next
+ * sample at the latest. */
+struct py_absent {
+	__u64 epoch;
+	__u32 pid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_absent);
+} py_absent SEC(".maps");
+
+static __always_inline const struct bpfs_py_proc *py_proc_of(__u32 pid)
+{
+	__u64 epoch = *(volatile __u64 *)&py_procs_epoch;
+	const struct bpfs_py_proc *py;
+	struct py_absent *a;
+	__u32 zero = 0;
+
+	a = bpf_map_lookup_elem(&py_absent, &zero);
+	if (a && epoch && a->epoch == epoch && a->pid == pid)
+		return NULL;
+	py = bpf_map_lookup_elem(&py_procs, &pid);
+	if (!py && a) {
+		a->epoch = epoch;
+		a->pid = pid;
+	}
+	return py;
+}
+
 /* The sample's Python state, or NULL when pid is not a recognised CPython
- * (one hash lookup per sample, only when the feature is on). */
+ * (a hash lookup, or the CPU's memo of the last pid without an entry;
+ * only when the feature is on). */
 static __always_inline const struct bpfs_py_proc *python_begin(__u32 pid, struct py_cursor **c)
 {
 	const struct bpfs_py_proc *py;
@@ -124,7 +168,7 @@ static __always_inline const struct bpfs_py_proc *python_begin(__u32 pid, struct
 
 	if (!use_python)
 		return NULL;
-	py = bpf_map_lookup_elem(&py_procs, &pid);
+	py = py_proc_of(pid);
 	if (!py)
 		return NULL;
 	*c = bpf_map_lookup_elem(&py_cursor, &zero);

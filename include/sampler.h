@@ -129,6 +129,9 @@ int sampler__unwind_maps(struct sampler *s, int *rows_fd, int *procs_fd);
 /* The BPF map of CPython processes (python_abi.h), or -ENOENT when Python
  * frames are not walked (--no-python, a kernel without). */
 int sampler__python_map(struct sampler *s, int *procs_fd);
+/* Called after each process added to that map (the BPF side remembers
+ * pids without an entry until then). */
+void sampler__python_added(struct sampler *s);
 /* The BPF side's Python counters (enum bpfs_py_stat), summed over CPUs. */
 int sampler__python_stats(struct sampler *s, uint64_t out[BPFS_PY_STAT_NR]);
 /* Disables the events only: sampling ends, nothing is drained. Safe from

@@ -257,6 +257,7 @@ static int configure(struct sampler *s)
 	/* with --unwind fp the Python frames go outward of the native ones
 	 * (python_tail): a frame-pointer walk never reaches the interpreter */
 	skel->rodata->use_python = o->python && features__has_python_walk();
+	skel->bss->py_procs_epoch = 1; /* 0: no memo (bpf/python.bpf.h) */
 	if (o->stack_id_bits && o->stack_id_bits < 64)
 		skel->rodata->stack_id_mask = (1ULL << o->stack_id_bits) - 1;
 
@@ -1154,6 +1155,13 @@ int sampler__python_map(struct sampler *s, int *procs_fd)
 		return -ENOENT;
 	*procs_fd = bpf_map__fd(s->skel->maps.py_procs);
 	return 0;
+}
+
+/* After a py_procs insert: a CPU's memo of a pid without an entry
+ * (py_absent in bpf/python.bpf.h) no longer holds. */
+void sampler__python_added(struct sampler *s)
+{
+	__atomic_add_fetch(&s->skel->bss->py_procs_epoch, 1, __ATOMIC_SEQ_CST);
 }
 
 int sampler__python_stats(struct sampler *s, uint64_t out[BPFS_PY_STAT_NR])

@@ -60,6 +60,7 @@ struct pyname {
 
 struct pyreg {
 	int procs_fd; /* BPF py_procs; -1: none (tests) */
+	struct sampler *s; /* told of each insert; NULL in tests */
 	struct hashmap *files, *procs, *codes;
 	struct code_key *pending;
 	size_t nr_pending, cap_pending;
@@ -241,6 +242,8 @@ static int put_proc(struct pyreg *r, int pid, const struct pybin *b, uint64_t bi
 		r->stats.update_errors++;
 		return -errno;
 	}
+	if (r->s)
+		sampler__python_added(r->s);
 	return 0;
 }
 
@@ -476,6 +479,7 @@ int pyreg__start(struct sampler *s, struct symbolizer *sym, struct pyreg **out)
 		      strerror(-err));
 		return err;
 	}
+	(*out)->s = s;
 	symbolizer__set_python(sym, *out);
 	return 0;
 }
