@@ -140,7 +140,11 @@ struct {
 	__type(value, struct py_absent);
 } py_absent SEC(".maps");
 
-static __always_inline const struct bpfs_py_proc *py_proc_of(__u32 pid)
+/* Not inlined: its locals in the sampling program's own frame took the
+ * deepest call chain (on_sample, user_frame, python_frames,
+ * py_frame_step) to 544 bytes of stack, which 6.1's and 6.12's verifiers
+ * refuse (the limit is 512). */
+static __noinline const struct bpfs_py_proc *py_proc_of(__u32 pid)
 {
 	__u64 epoch = *(volatile __u64 *)&py_procs_epoch;
 	const struct bpfs_py_proc *py;

@@ -16,7 +16,7 @@ fi
 
 # tools/bench/paired: two bpfsamplers at once, one round; each must be told
 # apart and given a time per sample (not asserted on).
-"$ROOT/tools/bench/paired" --rounds 1 --seconds 1 "$BPFS" "$BPFS:--unwind,fp" >"$TMP/paired" 2>"$TMP/perr"
+"$ROOT/tools/bench/paired" --rounds 1 --seconds 1 --settle 1 "$BPFS" "$BPFS:--unwind,fp" >"$TMP/paired" 2>"$TMP/perr"
 rc=$?
 rows=$(grep -cE '^\| .*bpfsampler.* \| [0-9]+ \([0-9]+-[0-9]+\) \| [0-9.]+ \|$' "$TMP/paired")
 if [ $rc -eq 0 ] && [ "$rows" = 2 ]; then
@@ -26,7 +26,7 @@ else
 fi
 # --work: another workload in place of cpuburn (here the 200-deep
 # recursion), started and stopped with its round
-"$ROOT/tools/bench/paired" --work recurse200 --rounds 1 --seconds 1 "$BPFS" >"$TMP/pw" 2>"$TMP/pwerr"
+"$ROOT/tools/bench/paired" --work recurse200 --rounds 1 --seconds 1 --settle 1 "$BPFS" >"$TMP/pw" 2>"$TMP/pwerr"
 rc=$?
 rows=$(grep -cE '^\| .*bpfsampler.* \| [0-9]+ \([0-9]+-[0-9]+\) \| [0-9.]+ \|$' "$TMP/pw")
 if [ $rc -eq 0 ] && [ "$rows" = 1 ] && grep -q '^recurse200 round 1:' "$TMP/pw" && ! pgrep -f "recurse 200 100000" >/dev/null; then
