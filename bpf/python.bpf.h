@@ -117,8 +117,8 @@ static __always_inline void py_stat(__u32 which)
 
 /* Bumped by the loader after each process it adds to py_procs
  * (sampler__python_added; the off-CPU unit shares this .bss): what a CPU
- * remembers of a pid without an entry holds until then. The loader starts
- * it at 1; at 0 nothing is remembered. */
+ * remembers of a pid without an entry holds until then. The memo starts
+ * as "pid 0 at epoch 0": the idle task, never Python. */
 __u64 py_procs_epoch = 0;
 
 /* The last pid this CPU found without an entry, at which epoch: a thread
@@ -152,7 +152,7 @@ static __noinline const struct bpfs_py_proc *py_proc_of(__u32 pid)
 	__u32 zero = 0;
 
 	a = bpf_map_lookup_elem(&py_absent, &zero);
-	if (a && epoch && a->epoch == epoch && a->pid == pid)
+	if (a && a->epoch == epoch && a->pid == pid)
 		return NULL;
 	py = bpf_map_lookup_elem(&py_procs, &pid);
 	if (!py && a) {

@@ -257,7 +257,6 @@ static int configure(struct sampler *s)
 	/* with --unwind fp the Python frames go outward of the native ones
 	 * (python_tail): a frame-pointer walk never reaches the interpreter */
 	skel->rodata->use_python = o->python && features__has_python_walk();
-	skel->bss->py_procs_epoch = 1; /* 0: no memo (bpf/python.bpf.h) */
 	if (o->stack_id_bits && o->stack_id_bits < 64)
 		skel->rodata->stack_id_mask = (1ULL << o->stack_id_bits) - 1;
 
@@ -716,6 +715,16 @@ int sampler__stop(struct sampler *s)
 	return err;
 }
 
+/* Key k of a per-CPU map, its ncpu values (read into vals) added to *sum. */
+static int percpu_sum(const struct bpf_map *m, __u32 k, __u64 *vals, int ncpu, uint64_t *sum)
+{
+	int err = bpf_map__lookup_elem(m, &k, sizeof(k), vals, ncpu * sizeof(*vals), 0);
+
+	for (int c = 0; !err && c < ncpu; c++)
+		*sum += vals[c];
+	return err;
+}
+
 int sampler__stats(struct sampler *s, struct sampler_stats *out)
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -736,12 +745,9 @@ int sampler__stats(struct sampler *s, struct sampler_stats *out)
 		for (__u32 i = 0; i < BPFS_STAT_NR; i++) {
 			__u32 key = ev * BPFS_STAT_NR + i;
 
-			err = bpf_map__lookup_elem(s->skel->maps.stats, &key, sizeof(key), vals,
-						   ncpu * sizeof(*vals), 0);
+			err = percpu_sum(s->skel->maps.stats, key, vals, ncpu, &es->stat[i]);
 			if (err)
 				break;
-			for (int c = 0; c < ncpu; c++)
-				es->stat[i] += vals[c];
 			out->stat[i] += es->stat[i];
 		}
 		if (s->events)
@@ -1006,16 +1012,11 @@ int sampler__read_stack(struct sampler *s, uint64_t id, struct bpfs_stack *out)
 static uint64_t segs_stored(const struct sampler *s)
 {
 	int ncpu = libbpf_num_possible_cpus();
-	__u32 key = BPFS_STAT_SEGS_STORED;
+	__u64 *vals = ncpu > 0 ? calloc(ncpu, sizeof(*vals)) : NULL;
 	uint64_t sum = 0;
-	__u64 *vals;
 
-	vals = ncpu > 0 ? calloc(ncpu, sizeof(*vals)) : NULL;
-	if (vals && !bpf_map__lookup_elem(s->skel->maps.stats, &key, sizeof(key), vals,
-					  ncpu * sizeof(*vals), 0)) {
-		for (int c = 0; c < ncpu; c++)
-			sum += vals[c];
-	}
+	if (vals)
+		percpu_sum(s->skel->maps.stats, BPFS_STAT_SEGS_STORED, vals, ncpu, &sum);
 	free(vals);
 	return sum;
 }
@@ -1167,7 +1168,7 @@ void sampler__python_added(struct sampler *s)
 int sampler__python_stats(struct sampler *s, uint64_t out[BPFS_PY_STAT_NR])
 {
 	int nr = libbpf_num_possible_cpus();
-	uint64_t *vals;
+	__u64 *vals;
 
 	memset(out, 0, BPFS_PY_STAT_NR * sizeof(*out));
 	if (nr <= 0)
@@ -1175,13 +1176,8 @@ int sampler__python_stats(struct sampler *s, uint64_t out[BPFS_PY_STAT_NR])
 	vals = calloc(nr, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	for (__u32 k = 0; k < BPFS_PY_STAT_NR; k++) {
-		if (bpf_map__lookup_elem(s->skel->maps.py_stats, &k, sizeof(k), vals,
-					 nr * sizeof(*vals), 0))
-			continue;
-		for (int c = 0; c < nr; c++)
-			out[k] += vals[c];
-	}
+	for (__u32 k = 0; k < BPFS_PY_STAT_NR; k++)
+		percpu_sum(s->skel->maps.py_stats, k, vals, nr, &out[k]); /* unread: 0 */
 	free(vals);
 	return 0;
 }
