@@ -368,7 +368,7 @@ static __always_inline void count_block(const struct bpfs_off_start *s, __u32 ti
 			stat_inc_ev(off_event, BPFS_STAT_LOST_RING_FULL);
 		return;
 	}
-	count_sample(&key, len, false);
+	count_sample(&key, len, false, false);
 }
 
 /* A block that ended (or the run did) at now: counted unless short. */
@@ -489,7 +489,7 @@ static __always_inline void before_start(struct task_struct *task, const bool us
 	if (n > 0) {
 		tw->seg.nr = n / sizeof(__u64);
 		tw->seg.parent = 0;
-		key.kstack_id = store_segment(SEG_SRC_TASKWALK, 0x6b, true);
+		key.kstack_id = store_segment(SEG_SRC_TASKWALK, 0x6b, true, tw->seg.nr);
 	}
 	if (!task->mm)
 		key.flags |= BPFS_F_KTHREAD;

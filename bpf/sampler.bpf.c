@@ -46,7 +46,7 @@ const volatile __u64 wakeup_bytes = 64 * 1024;
 const volatile bool announce_now = true;
 /* Tests narrow stack ids to a few bits to force collisions and check that
  * colliding stacks are never merged (--debug-stack-id-bits). */
-const volatile __u64 stack_id_mask = ~0ULL;
+const volatile __u64 stack_id_mask = ~BPFS_STACK_ID_SMALL;
 /* Measurement only (BPFS_DEBUG_CUT, docs/benchmarks.md): end each sample
  * after stage N, to break its cost down. 0, the default, runs everything;
  * the verifier drops the unused exits. */
@@ -60,12 +60,20 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-/* The event of the sample this CPU is handling, for stat_inc. */
+/* The sample this CPU is handling: its event, for stat_inc, and whether
+ * it stored a segment new to `stacks` (then its count key cannot be in
+ * `counts` yet). The off-CPU unit sets event once (its own map) and never
+ * reads fresh. */
+struct cur_sample {
+	__u32 event;
+	__u32 fresh;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct cur_sample);
 } cur_event SEC(".maps");
 
 /* Sized by the loader (--map-entries, --stack-entries). Preallocated: a
@@ -85,6 +93,15 @@ struct {
 	__type(key, __u64);
 	__type(value, struct bpfs_stack);
 } stacks SEC(".maps");
+
+/* Segments of up to BPFS_SEG_SMALL frames (most of them): an insert
+ * writes a quarter of the bytes, in a quarter of the cache lines. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u64);
+	__type(value, struct bpfs_stack_small);
+} stacks_s SEC(".maps");
 
 /* (pid, comm, number of mappings) already announced to the loader: the
  * first sample of a process, of its new image after an exec, or after its
@@ -361,9 +378,10 @@ static __always_inline void stat_inc_ev(__u32 ev, __u32 which)
 /* A sample bucket of the current sample's event, where it is not at hand. */
 static __always_inline void stat_inc(__u32 which)
 {
-	__u32 zero = 0, *ev = bpf_map_lookup_elem(&cur_event, &zero);
+	__u32 zero = 0;
+	struct cur_sample *cur = bpf_map_lookup_elem(&cur_event, &zero);
 
-	stat_inc_ev(ev ? *ev : 0, which);
+	stat_inc_ev(cur ? cur->event : 0, which);
 }
 
 /* A counter that is not about one sample (records, completions), kept under
@@ -540,7 +558,7 @@ static __always_inline __u64 mix64(__u64 h)
  * and call site (over the 1M-instruction limit). */
 struct seg_loop {
 	const struct bpfs_stack *a;
-	const struct bpfs_stack *b;
+	const void *b; /* a struct bpfs_stack, or a bpfs_stack_small */
 	__u64 h;
 	bool differ;
 };
@@ -565,22 +583,38 @@ static long hash_frames(__u64 blk, void *data)
 	return 0;
 }
 
-static long compare_frames(__u64 blk, void *data)
+/* b's frames against a's, up to frames (b's size: the verifier's bound). */
+static __always_inline long compare_frames_of(struct seg_loop *l, __u64 blk, __u32 frames,
+					      const __u64 *b)
 {
-	struct seg_loop *l = data;
 	__u32 nr = l->a->nr;
 
 	for (int k = 0; k < FRAMES_PER_CALL; k++) {
 		__u64 i = blk * FRAMES_PER_CALL + k;
 
-		if (i >= nr || i >= BPFS_SEG_FRAMES)
+		if (i >= nr || i >= frames)
 			return 1;
-		if (l->a->ips[i] != l->b->ips[i]) {
+		if (l->a->ips[i] != b[i]) {
 			l->differ = true;
 			return 1;
 		}
 	}
 	return 0;
+}
+
+static long compare_frames(__u64 blk, void *data)
+{
+	struct seg_loop *l = data;
+
+	return compare_frames_of(l, blk, BPFS_SEG_FRAMES, ((const struct bpfs_stack *)l->b)->ips);
+}
+
+static long compare_frames_small(__u64 blk, void *data)
+{
+	struct seg_loop *l = data;
+
+	return compare_frames_of(l, blk, BPFS_SEG_SMALL,
+				 ((const struct bpfs_stack_small *)l->b)->ips);
 }
 
 static __always_inline __u32 seg_nr(const struct bpfs_stack *s)
@@ -603,6 +637,17 @@ static __always_inline bool seg_equal(const struct bpfs_stack *a, const struct b
 	if (a->nr != b->nr || a->parent != b->parent)
 		return false;
 	bpf_loop((seg_nr(a) + FRAMES_PER_CALL - 1) / FRAMES_PER_CALL, compare_frames, &l, 0);
+	return !l.differ;
+}
+
+static __always_inline bool seg_equal_small(const struct bpfs_stack *a,
+					    const struct bpfs_stack_small *b)
+{
+	struct seg_loop l = { .a = a, .b = b };
+
+	if (a->nr != b->nr || a->parent != b->parent || a->nr > BPFS_SEG_SMALL)
+		return false;
+	bpf_loop((a->nr + FRAMES_PER_CALL - 1) / FRAMES_PER_CALL, compare_frames_small, &l, 0);
 	return !l.differ;
 }
 
@@ -715,6 +760,16 @@ static __always_inline void send_segment_compat(__u64 id, const struct bpfs_stac
  * (unlike a STACK_TRACE map with BPF_F_REUSE_STACKID/FAST_STACK_CMP, or one
  * that drops on -EEXIST).
  */
+/* The sample being taken stored a new segment: its key is new to `counts`. */
+static __always_inline void mark_fresh(void)
+{
+	__u32 zero = 0;
+	struct cur_sample *cur = bpf_map_lookup_elem(&cur_event, &zero);
+
+	if (cur)
+		cur->fresh = 1;
+}
+
 static __always_inline void seg_loss(__u32 which, bool in_sample)
 {
 	/* In a completion the sample is already counted (deferred): a failed
@@ -763,30 +818,52 @@ static __always_inline const struct bpfs_stack *seg_source(__u32 src)
 	return &cw->seg;
 }
 
-static __always_inline __u64 store_segment_in(__u32 src, __u64 seed, bool in_sample,
+/* Whether s is the same segment as old, in stacks_s (small) or stacks. */
+static __always_inline bool seg_same(const void *old, const struct bpfs_stack *s, bool small,
+				     const bool compat)
+{
+	if (small)
+		return seg_equal_small(s, old);
+	return compat ? seg_equal_compat(old, s) : seg_equal(old, s);
+}
+
+/* Stores s in stacks_s (small: the caller checked it fits; never in the
+ * compat variant, which keeps one comparison loop) or in stacks. */
+static __always_inline __u64 store_segment_in(__u32 src, __u64 seed, bool in_sample, bool small,
 					      const bool compat)
 {
 	const struct bpfs_stack *s = seg_source(src);
-	__u64 id;
+	void *map = small ? (void *)&stacks_s : (void *)&stacks;
+	__u64 id, cls = small ? BPFS_STACK_ID_SMALL : 0;
 
 	if (!s)
 		return 0;
+	if (small && s->nr > BPFS_SEG_SMALL) { /* cannot happen: the caller checked */
+		seg_loss(BPFS_STAT_LOST_STACKS_FULL, in_sample);
+		return 0;
+	}
 	id = (compat ? seg_hash_compat(s, seed) : seg_hash(s, seed)) & stack_id_mask;
 
+	/* unrolled: as a loop, clang put its head right after a call, a
+	 * back-edge the verifier of 6.1 and 5.10 refuses */
+#pragma unroll
 	for (int probe = 0; probe < BPFS_STACK_PROBES; probe++) {
-		struct bpfs_stack *old;
+		void *old;
 		long err;
 
 		if (id == 0)
 			id = 1;
-		old = bpf_map_lookup_elem(&stacks, &id);
+		id |= cls;
+		old = bpf_map_lookup_elem(map, &id);
 		if (!old) {
-			err = bpf_map_update_elem(&stacks, &id, s, BPF_NOEXIST);
+			err = bpf_map_update_elem(map, &id, s, BPF_NOEXIST);
 			if (!err) {
 				/* per CPU: one shared counter's line went
 				 * back and forth between CPUs storing at once
 				 * (a build: nearly every sample new) */
 				stat_inc_global(BPFS_STAT_SEGS_STORED);
+				if (in_sample)
+					mark_fresh();
 				/* one read of mode: the compat
 				 * variant must not keep send_segment */
 				if (mode == BPFS_MODE_STREAM) {
@@ -806,11 +883,11 @@ static __always_inline __u64 store_segment_in(__u32 src, __u64 seed, bool in_sam
 				return 0;
 			}
 			/* Another CPU inserted this id just now: compare. */
-			old = bpf_map_lookup_elem(&stacks, &id);
+			old = bpf_map_lookup_elem(map, &id);
 			if (!old)
 				continue;
 		}
-		if (compat ? seg_equal_compat(old, s) : seg_equal(old, s))
+		if (seg_same(old, s, small, compat))
 			return id;
 		id = mix64(id + 0x9e3779b97f4a7c15ULL) & stack_id_mask;
 	}
@@ -818,15 +895,30 @@ static __always_inline __u64 store_segment_in(__u32 src, __u64 seed, bool in_sam
 	return 0;
 }
 
-__noinline __u64 store_segment(__u32 src, __u64 seed, bool in_sample)
+__noinline __u64 store_segment_big(__u32 src, __u64 seed, bool in_sample)
 {
-	return store_segment_in(src, seed, in_sample, false);
+	return store_segment_in(src, seed, in_sample, false, false);
+}
+
+/* Its own global function: one map at each of its call sites, so that the
+ * verifier inlines their lookups. */
+__noinline __u64 store_segment_small(__u32 src, __u64 seed, bool in_sample)
+{
+	return store_segment_in(src, seed, in_sample, true, false);
+}
+
+/* A segment of nr frames, from src (seg_source). */
+static __always_inline __u64 store_segment(__u32 src, __u64 seed, bool in_sample, __u32 nr)
+{
+	if (nr <= BPFS_SEG_SMALL)
+		return store_segment_small(src, seed, in_sample);
+	return store_segment_big(src, seed, in_sample);
 }
 
 /* The compat variant's: this CPU's scratch only (it has no completions). */
 __noinline __u64 store_segment_compat(__u64 seed, bool in_sample)
 {
-	return store_segment_in(0, seed, in_sample, true);
+	return store_segment_in(0, seed, in_sample, false, true);
 }
 
 /* The kernel stack through the kernel's own unwinder, as one segment,
@@ -852,7 +944,7 @@ static __always_inline bool take_kernel_stack(void *ctx, struct bpfs_stack *s, _
 		*flags |= BPFS_F_KSTACK_TRUNC;
 	}
 	/* s is segscratch's */
-	*id = compat ? store_segment_compat(0x6b, true) : store_segment(0, 0x6b, true);
+	*id = compat ? store_segment_compat(0x6b, true) : store_segment(0, 0x6b, true, s->nr);
 	return *id != 0;
 }
 
@@ -1018,7 +1110,7 @@ static long cut_segment(__u64 j, void *data)
 	/* one helper call instead of a copy loop the verifier walks 127 times */
 	bpf_probe_read_kernel(c->seg->ips, (len & 0x7f) * sizeof(__u64),
 			      &c->st->ips[start & (BPFS_MAX_USER_DEPTH - 1)]);
-	c->id = store_segment(c->src, 0x75, c->in_sample);
+	c->id = store_segment(c->src, 0x75, c->in_sample, len);
 	return c->id ? 0 : 1;
 }
 
@@ -1325,13 +1417,22 @@ static __always_inline bool add_count(struct bpfs_count_val *val, __u64 period, 
 }
 
 /* Aggregate mode. A full map spills the sample to the ring, as pprof's
- * in-process table evicts to its log, rather than losing it. */
+ * in-process table evicts to its log, rather than losing it. A sample
+ * that stored a new segment (fresh) has a key `counts` cannot hold yet:
+ * it goes to the ring without the map's lookup and insert, which cost
+ * more than the record where most stacks are new (a build, CPython's
+ * frames with their instructions); its key enters the map when seen again.
+ */
 static __always_inline void count_sample(const struct bpfs_count_key *key, __u64 period,
-					 const bool compat)
+					 bool fresh, const bool compat)
 {
 	struct bpfs_count_val *val, init = { 1, period };
 	long err;
 
+	if (fresh && send_sample(key, period, compat)) {
+		stat_inc_ev(key->event, BPFS_STAT_FIRST);
+		return;
+	}
 	val = bpf_map_lookup_elem(&counts, key);
 	if (val && add_count(val, period, key->event))
 		return;
@@ -1473,13 +1574,16 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 ev, con
 	struct bpfs_count_key key = {};
 	struct task_struct *task;
 	struct bpfs_stack *seg;
-	__u32 zero = 0, *cur;
+	struct cur_sample *cur;
+	__u32 zero = 0;
 	bool user_ok;
 
 	/* for the counters deep down (store_segment) */
 	cur = bpf_map_lookup_elem(&cur_event, &zero);
-	if (cur)
-		*cur = ev;
+	if (cur) {
+		cur->event = ev;
+		cur->fresh = 0;
+	}
 	stat_inc_ev(ev, BPFS_STAT_TAKEN);
 	if (tid == 0 && !include_idle) {
 		stat_inc_ev(ev, BPFS_STAT_IDLE);
@@ -1548,7 +1652,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 ev, con
 			stat_inc(BPFS_STAT_LOST_RING_FULL);
 		return 0;
 	}
-	count_sample(&key, ctx->sample_period, compat);
+	count_sample(&key, ctx->sample_period, cur && cur->fresh, compat);
 	return 0;
 }
 

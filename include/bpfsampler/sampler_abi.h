@@ -34,7 +34,7 @@ enum bpfs_mode {
 
 /* Counters kept per CPU in the `stats` map at event * BPFS_STAT_NR + stat:
  * every sample an event delivers lands in exactly one of KEPT, SPILLED,
- * STREAMED, DEFERRED, IDLE, FILTERED or a LOST_* bucket of that event. The
+ * STREAMED, DEFERRED, FIRST, IDLE, FILTERED or a LOST_* bucket of that event. The
  * counters from RECS_UNSENT on are not about one event: kept under event 0. */
 enum bpfs_stat {
 	BPFS_STAT_TAKEN = 0,	     /* program invocations */
@@ -43,6 +43,8 @@ enum bpfs_stat {
 	BPFS_STAT_STREAMED,	     /* sent as a sample record (stream mode) */
 	BPFS_STAT_DEFERRED,	     /* sent as a record whose user stack is
 				      * completed at return to user space */
+	BPFS_STAT_FIRST,	     /* aggregate mode: stored a new segment, so
+				      * its key is new: sent as a sample record */
 	BPFS_STAT_IDLE,		     /* pid 0 with idle excluded */
 	BPFS_STAT_FILTERED,	     /* outside -p/-t/command */
 	BPFS_STAT_LOST_COUNTS_FULL,  /* `counts` full and the ring too */
@@ -142,6 +144,20 @@ struct bpfs_stack {
 	__u32 nr;
 	__u32 pad;
 	__u64 ips[BPFS_SEG_FRAMES];
+};
+
+/* A segment of at most BPFS_SEG_SMALL frames is kept in `stacks_s`, whose
+ * elements are a quarter of `stacks`' (an insert writes the whole value),
+ * under an id with BPFS_STACK_ID_SMALL set; its layout is bpfs_stack's
+ * first part. The hash part of every id is below that bit. */
+#define BPFS_SEG_SMALL 31
+#define BPFS_STACK_ID_SMALL (1ULL << 63)
+
+struct bpfs_stack_small {
+	__u64 parent;
+	__u32 nr;
+	__u32 pad;
+	__u64 ips[BPFS_SEG_SMALL];
 };
 
 /* Records on the per-CPU rings (and the `events` ring); each starts with

@@ -43,7 +43,7 @@ static uint64_t mono_ns(void)
 
 /* The sampler's maps this object uses as its own. */
 static const char *const shared_maps[] = {
-	"counts", "stacks", "stats", "filter", "rings", "seqs", "recs_busy",
+	"counts", "stacks", "stacks_s", "stats", "filter", "rings", "seqs", "recs_busy",
 	"seen", "mapgens", "unwind_rows", "unwind_procs", "py_procs", "py_stats",
 };
 

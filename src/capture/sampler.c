@@ -173,8 +173,10 @@ void sampler__memory(const struct sampler_opts *o, int nr_rings, struct sampler_
 	out->counts = (unsigned long long)o->map_entries *
 		      (HTAB_ELEM_HEADER + ROUND8(sizeof(struct bpfs_count_key)) +
 		       ROUND8(sizeof(struct bpfs_count_val)));
+	/* stacks and stacks_s, each of stack_entries */
 	out->stacks = (unsigned long long)o->stack_entries *
-		      (HTAB_ELEM_HEADER + ROUND8(sizeof(__u64)) + ROUND8(sizeof(struct bpfs_stack)));
+		      (2 * (HTAB_ELEM_HEADER + ROUND8(sizeof(__u64))) +
+		       ROUND8(sizeof(struct bpfs_stack)) + ROUND8(sizeof(struct bpfs_stack_small)));
 	out->rings = (unsigned long long)o->ring_size * nr_rings;
 	out->total = out->counts + out->stacks + out->rings;
 }
@@ -257,7 +259,8 @@ static int configure(struct sampler *s)
 	/* with --unwind fp the Python frames go outward of the native ones
 	 * (python_tail): a frame-pointer walk never reaches the interpreter */
 	skel->rodata->use_python = o->python && features__has_python_walk();
-	if (o->stack_id_bits && o->stack_id_bits < 64)
+	/* the bit above the hash tells the two stacks maps apart */
+	if (o->stack_id_bits && o->stack_id_bits < 63)
 		skel->rodata->stack_id_mask = (1ULL << o->stack_id_bits) - 1;
 
 	if (o->filter_ids && o->filter_ids->nr)
@@ -267,6 +270,8 @@ static int configure(struct sampler *s)
 	err = bpf_map__set_max_entries(skel->maps.counts, o->map_entries);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.stacks, o->stack_entries);
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.stacks_s, o->stack_entries);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.filter, filter_entries);
 	if (!err)
@@ -1001,9 +1006,26 @@ int sampler__nr_rings(const struct sampler *s)
 	return s->nr_rings;
 }
 
+/* A segment of stacks_s as the bpfs_stack it is the first part of. */
+static void small_to_stack(const struct bpfs_stack_small *in, struct bpfs_stack *out)
+{
+	memset(out, 0, sizeof(*out));
+	memcpy(out, in, sizeof(*in));
+}
+
 int sampler__read_stack(struct sampler *s, uint64_t id, struct bpfs_stack *out)
 {
-	return bpf_map__lookup_elem(s->skel->maps.stacks, &id, sizeof(id), out, sizeof(*out), 0);
+	struct bpfs_stack_small small;
+	int err;
+
+	if (!(id & BPFS_STACK_ID_SMALL))
+		return bpf_map__lookup_elem(s->skel->maps.stacks, &id, sizeof(id), out,
+					    sizeof(*out), 0);
+	err = bpf_map__lookup_elem(s->skel->maps.stacks_s, &id, sizeof(id), &small,
+				   sizeof(small), 0);
+	if (!err)
+		small_to_stack(&small, out);
+	return err;
 }
 
 /* Segments BPF stored in `stacks` so far: a per-CPU counter
@@ -1034,6 +1056,7 @@ struct stack_walk {
 	struct sampler *s;
 	sampler_stack_fn keep;
 	void *ctx;
+	bool small;	/* emptying stacks_s */
 	int err;	/* the first keep's error */
 	size_t cleared;
 	size_t dropped;
@@ -1059,20 +1082,30 @@ static void keep_one(struct stack_walk *w, uint64_t id, const struct bpfs_stack 
 static int stack_batch(void *ctx, const void *keys, const void *vals, __u32 n)
 {
 	struct stack_walk *w = ctx;
-	const __u64 *k = keys;
+	const struct bpfs_stack_small *small = vals;
 	const struct bpfs_stack *v = vals;
+	const __u64 *k = keys;
+	struct bpfs_stack seg;
 
-	for (__u32 i = 0; i < n; i++)
-		keep_one(w, k[i], &v[i]);
+	for (__u32 i = 0; i < n; i++) {
+		if (w->small)
+			small_to_stack(&small[i], &seg);
+		keep_one(w, k[i], w->small ? &seg : &v[i]);
+	}
 	w->cleared += n;
 	return 0; /* emptied to the end, kept or not */
+}
+
+static struct bpf_map *stacks_map(const struct stack_walk *w)
+{
+	return w->small ? w->s->skel->maps.stacks_s : w->s->skel->maps.stacks;
 }
 
 /* Without batch operations: keys first, then each segment read, kept and
  * deleted (deleting while walking with get_next_key restarts the walk). */
 static int clear_stacks_slow(struct sampler *s, struct stack_walk *w)
 {
-	int fd = bpf_map__fd(s->skel->maps.stacks), err = 0;
+	int fd = bpf_map__fd(stacks_map(w)), err = 0;
 	struct vec keys = VEC_INIT(__u64);
 	struct bpfs_stack seg;
 	__u64 *k, *prev = NULL;
@@ -1092,7 +1125,7 @@ static int clear_stacks_slow(struct sampler *s, struct stack_walk *w)
 	for (size_t i = 0; i < keys.nr; i++) {
 		__u64 id = *(__u64 *)vec__at(&keys, i);
 
-		if (bpf_map_lookup_elem(fd, &id, &seg))
+		if (sampler__read_stack(s, id, &seg))
 			continue;
 		keep_one(w, id, &seg);
 		if (!bpf_map_delete_elem(fd, &id))
@@ -1102,20 +1135,34 @@ static int clear_stacks_slow(struct sampler *s, struct stack_walk *w)
 	return err;
 }
 
-int sampler__clear_stacks(struct sampler *s, sampler_stack_fn keep, void *ctx, size_t *cleared)
+/* Empties one of the two stacks maps (w->small says which). */
+static int clear_stacks_map(struct sampler *s, struct stack_walk *w)
 {
-	struct stack_walk w = { .s = s, .keep = keep, .ctx = ctx };
+	size_t val = w->small ? sizeof(struct bpfs_stack_small) : sizeof(struct bpfs_stack);
 	bool started;
 	int err;
 
-	/* what BPF stored until now is in the map, or taken out below */
-	s->stored_at_clear = segs_stored(s);
-	err = walk_batches(bpf_map__fd(s->skel->maps.stacks), true, 512, sizeof(__u64),
-			   sizeof(struct bpfs_stack), stack_batch, &w, &started);
+	err = walk_batches(bpf_map__fd(stacks_map(w)), true, 512, sizeof(__u64), val, stack_batch,
+			   w, &started);
 	/* no batch operations here, or a bucket larger than a chunk
 	 * (ENOSPC): one segment at a time */
 	if (err && (!started || err == -ENOSPC))
-		err = clear_stacks_slow(s, &w);
+		err = clear_stacks_slow(s, w);
+	return err;
+}
+
+int sampler__clear_stacks(struct sampler *s, sampler_stack_fn keep, void *ctx, size_t *cleared)
+{
+	struct stack_walk w = { .s = s, .keep = keep, .ctx = ctx };
+	int err, err_small;
+
+	/* what BPF stored until now is in the maps, or taken out below */
+	s->stored_at_clear = segs_stored(s);
+	err = clear_stacks_map(s, &w);
+	w.small = true;
+	err_small = clear_stacks_map(s, &w);
+	if (!err)
+		err = err_small;
 	*cleared = w.cleared;
 	s->stacks_dropped += w.dropped;
 	if (w.dropped)

@@ -261,11 +261,12 @@ void opts__usage(FILE *f)
 "                           power of 2 from 4K (default 256K)\n"
 "      --map-entries N      distinct (thread, stack) counters kept in the\n"
 "                           kernel (default %d)\n"
-"      --stack-entries N    stack segments kept in the kernel (default %d),\n"
+"      --stack-entries N    stack segments kept in the kernel, in each of two\n"
+"                           maps (up to 31 frames, up to 127; default %d),\n"
 "                           emptied into bpfsampler whenever half full;\n"
 "                           maps and rings needing over half the free memory\n"
 "                           are refused at start\n"
-"      --debug-stack-id-bits N  narrow stack ids to N bits to force id\n"
+"      --debug-stack-id-bits N  narrow stack ids to N bits (1-63) to force id\n"
 "                           collisions (a testing aid: colliding stacks are\n"
 "                           counted as lost, never merged)\n"
 "      --debug-reader-delay MS  sleep MS after each drain of the rings (a\n"
@@ -593,8 +594,8 @@ static enum opts_result parse_one(struct opts *o, int c, const char *arg)
 		*(c == OPT_MAP_ENTRIES ? &o->map_entries : &o->stack_entries) = v;
 		break;
 	case OPT_STACK_ID_BITS:
-		if (parse_uint(arg, 64, &v) || v == 0)
-			return bad("--debug-stack-id-bits", arg, "give a number of bits from 1 to 64");
+		if (parse_uint(arg, 63, &v) || v == 0)
+			return bad("--debug-stack-id-bits", arg, "give a number of bits from 1 to 63");
 		o->stack_id_bits = v;
 		break;
 	case OPT_RING_SIZE:

@@ -671,7 +671,7 @@ void report__event_summary(FILE *f, const char *name, const struct sampler_stats
 	const struct sampler_event_stats *es = &st->ev[ev];
 	const uint64_t *v = es->stat;
 	uint64_t kept = v[BPFS_STAT_KEPT] + v[BPFS_STAT_SPILLED] + v[BPFS_STAT_STREAMED] +
-			v[BPFS_STAT_DEFERRED];
+			v[BPFS_STAT_DEFERRED] + v[BPFS_STAT_FIRST];
 	uint64_t lost = 0;
 
 	for (int i = BPFS_STAT_LOST_COUNTS_FULL; i <= BPFS_STAT_LOST_RING_FULL; i++)
@@ -715,7 +715,8 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 			"(raise --map-entries)\n", v[BPFS_STAT_SPILLED]);
 	fprintf(f, "  kept %" PRIu64 " in %" PRIu64 " process%s, %" PRIu64 " distinct stacks, %zu "
 		"folded lines; idle %" PRIu64 ", not selected %" PRIu64 "\n",
-		v[BPFS_STAT_KEPT] + v[BPFS_STAT_SPILLED] + v[BPFS_STAT_STREAMED] + v[BPFS_STAT_DEFERRED],
+		v[BPFS_STAT_KEPT] + v[BPFS_STAT_SPILLED] + v[BPFS_STAT_STREAMED] + v[BPFS_STAT_DEFERRED] +
+			v[BPFS_STAT_FIRST],
 		rs->processes, rs->processes == 1 ? "" : "es", rs->stacks,
 		nr_lines, v[BPFS_STAT_IDLE], v[BPFS_STAT_FILTERED]);
 	if (rs->lost)

@@ -190,6 +190,9 @@ static void test_bad_values(void)
 	BAD("--mode", "aggregate", "--format", "samples");
 	BAD("--map-entries", "0");
 	BAD("--stack-entries", "lots");
+	/* bit 63 tells the two stacks maps apart */
+	BAD("--debug-stack-id-bits", "64");
+	BAD("--debug-stack-id-bits", "0");
 	BAD("--no-such-flag");
 	BAD("-Z");
 	BAD("-U", "-K");
