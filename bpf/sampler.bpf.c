@@ -61,7 +61,7 @@ struct {
 } stats SEC(".maps");
 
 /* The sample this CPU is handling: its event, for stat_inc, and whether
- * it stored a segment new to `stacks` (then its count key cannot be in
+ * it stored a segment new to its stacks map (then its key cannot be in
  * `counts` yet). The off-CPU unit sets event once (its own map) and never
  * reads fresh. */
 struct cur_sample {
