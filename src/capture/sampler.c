@@ -1028,9 +1028,10 @@ int sampler__read_stack(struct sampler *s, uint64_t id, struct bpfs_stack *out)
 	return err;
 }
 
-/* Segments BPF stored in `stacks` so far: a per-CPU counter
+/* Segments BPF stored in the two stacks maps so far: a per-CPU counter
  * (BPFS_STAT_SEGS_STORED under event 0), summed; 0 when it cannot be read,
- * which only delays an emptying. */
+ * which only delays an emptying. Both maps are emptied once half of one
+ * map's entries were stored in either: early for each, never late. */
 static uint64_t segs_stored(const struct sampler *s)
 {
 	int ncpu = libbpf_num_possible_cpus();

@@ -665,13 +665,19 @@ static void print_group(FILE *f, const char *title, const struct sampler_stats *
 		fputc('\n', f);
 }
 
+/* Samples kept: counted in the map, or sent as a record for any reason. */
+static uint64_t kept_of(const uint64_t *v)
+{
+	return v[BPFS_STAT_KEPT] + v[BPFS_STAT_SPILLED] + v[BPFS_STAT_STREAMED] +
+	       v[BPFS_STAT_DEFERRED] + v[BPFS_STAT_FIRST];
+}
+
 void report__event_summary(FILE *f, const char *name, const struct sampler_stats *st, int ev,
 			   bool weight_period)
 {
 	const struct sampler_event_stats *es = &st->ev[ev];
 	const uint64_t *v = es->stat;
-	uint64_t kept = v[BPFS_STAT_KEPT] + v[BPFS_STAT_SPILLED] + v[BPFS_STAT_STREAMED] +
-			v[BPFS_STAT_DEFERRED] + v[BPFS_STAT_FIRST];
+	uint64_t kept = kept_of(v);
 	uint64_t lost = 0;
 
 	for (int i = BPFS_STAT_LOST_COUNTS_FULL; i <= BPFS_STAT_LOST_RING_FULL; i++)
@@ -715,9 +721,7 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 			"(raise --map-entries)\n", v[BPFS_STAT_SPILLED]);
 	fprintf(f, "  kept %" PRIu64 " in %" PRIu64 " process%s, %" PRIu64 " distinct stacks, %zu "
 		"folded lines; idle %" PRIu64 ", not selected %" PRIu64 "\n",
-		v[BPFS_STAT_KEPT] + v[BPFS_STAT_SPILLED] + v[BPFS_STAT_STREAMED] + v[BPFS_STAT_DEFERRED] +
-			v[BPFS_STAT_FIRST],
-		rs->processes, rs->processes == 1 ? "" : "es", rs->stacks,
+		kept_of(v), rs->processes, rs->processes == 1 ? "" : "es", rs->stacks,
 		nr_lines, v[BPFS_STAT_IDLE], v[BPFS_STAT_FILTERED]);
 	if (rs->lost)
 		print_group(f, "lost:", st, BPFS_STAT_LOST_COUNTS_FULL, BPFS_STAT_LOST_RING_FULL);

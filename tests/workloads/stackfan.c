@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * stackfan SECONDS: main -> fan -> fan_K -> fan -> fan_K ... 24 levels deep,
- * K in 0..3 taken from a hash of a counter, so nearly every call is a stack
- * never seen before (4^24 of them); the leaf, fan_leaf, burns about 20 us.
+ * stackfan SECONDS [LEVELS]: main -> fan -> fan_K -> fan -> fan_K ... LEVELS
+ * (default 24, at most 24) levels deep, K in 0..3 taken from a hash of a
+ * counter, so nearly every call is a stack never seen before (4^LEVELS of
+ * them); the leaf, fan_leaf, burns about 20 us.
  *
- * GROUND TRUTH: the samples are main;fan;fan_K;...;fan_leaf with about 50
- * frames, nearly all distinct: they fill any stack store.
+ * GROUND TRUTH: the samples are main;fan;fan_K;...;fan_leaf with 2 LEVELS
+ * + 2 frames under main (about 50 at 24 levels: segments of the large
+ * stacks map; 6 levels: 4096 stacks of about 20 frames, the small map's),
+ * nearly all distinct: they fill any stack store.
  */
 #include "burn.h"
 
-#define USAGE "stackfan SECONDS"
+#define USAGE "stackfan SECONDS [LEVELS]"
 #define FAN_DEPTH 24
 
 __attribute__((noinline)) unsigned long fan(int depth, unsigned long path);
@@ -55,16 +58,21 @@ __attribute__((noinline)) unsigned long fan(int depth, unsigned long path)
 
 int main(int argc, char **argv)
 {
-	double end;
 	unsigned long i = 0, r = 0;
+	int levels = FAN_DEPTH;
+	double end;
 
-	if (argc != 2)
+	if (argc < 2 || argc > 3)
+		usage_exit(USAGE);
+	if (argc == 3)
+		levels = atoi(argv[2]);
+	if (levels < 1 || levels > FAN_DEPTH)
 		usage_exit(USAGE);
 	end = clock_s(CLOCK_MONOTONIC) + arg_seconds(argv[1], USAGE);
 	while (clock_s(CLOCK_MONOTONIC) < end) {
 		unsigned long path = ++i * 0x9e3779b97f4a7c15UL;
 
-		r += fan(FAN_DEPTH, path ^ (path >> 29));
+		r += fan(levels, path ^ (path >> 29));
 	}
 	BARRIER(r);
 	return 0;
