@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <stdarg.h>
 #include <linux/bpf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf_features.h"
+#include "probe_task_work.skel.h"
 #include "procmaps.h"
 
 /* What the probes look up in the kernel's BTF, all found in one parse of
@@ -159,9 +161,29 @@ static bool probe_preempt_kfuncs(void)
 	return btf_names()->preempt;
 }
 
+static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0;
+}
+
+/* The kfunc, and a verifier that takes its sleepable callback from a
+ * perf_event program (bpf/probe_task_work.bpf.c: a 6.18 stable kernel has
+ * the first and refuses the second). Loaded quietly: a refusal is an
+ * answer here, not an error to print. */
 static bool probe_task_work(void)
 {
-	return btf_names()->task_work;
+	libbpf_print_fn_t print;
+	struct probe_task_work_bpf *p;
+	bool ok;
+
+	if (!btf_names()->task_work)
+		return false;
+	print = libbpf_set_print(quiet_print);
+	p = probe_task_work_bpf__open_and_load();
+	libbpf_set_print(print);
+	ok = p != NULL;
+	probe_task_work_bpf__destroy(p);
+	return ok;
 }
 
 struct feature {
