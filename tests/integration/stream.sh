@@ -53,7 +53,7 @@ within "stacks over --max-stack-depth start with [truncated: max depth]" "$(rati
 # interrupt's walk counts it, once per stack walked.
 # Needs task_work completions (Linux 6.18), as the completion test below.
 if ! "$BPFS" --version -v | grep -q "task_work completion (6.18): *yes"; then
-	skip "cut at return to user space" "this kernel has no bpf_task_work_schedule_resume (Linux 6.18+)"
+	skip "cut at return to user space" "this kernel has no task_work completions (Linux 6.18+ whose verifier takes them from a perf_event program: bpfsampler --version -v)"
 else
 	profile "$TMP/cutc.folded" -F 999 --max-stack-depth 300 --interrupt-depth 16 -- "$W/recurse" 1000 1 ||
 		fail "cut run at return to user space"
@@ -99,7 +99,7 @@ done <"$TMP/truth"
 # frames walked in the interrupt, the rest comes from the thread's own
 # context, and the 1000-deep chain is still whole.
 if ! "$BPFS" --version -v | grep -q "task_work completion (6.18): *yes"; then
-	skip "completion at return to user space" "this kernel has no bpf_task_work_schedule_resume (Linux 6.18+)"
+	skip "completion at return to user space" "this kernel has no task_work completions (Linux 6.18+ whose verifier takes them from a perf_event program: bpfsampler --version -v)"
 else
 	profile "$TMP/late.folded" -F 4000 --interrupt-depth 50 -- "$W/recurse" 1000 2 ||
 		fail "completion run" "$(cat "$TMP/late.folded.err")"

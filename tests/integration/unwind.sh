@@ -62,6 +62,14 @@ comm_lines "$TMP/rec.folded" recurse >"$TMP/rec.only"
 n=$(total "$TMP/rec.only")
 whole=$(samples_matching "$TMP/rec.only" ';main;run_recurse;(recurse;){200}recurse_leaf(;|$)')
 at_least "recurse 200: stacks whole, of $n" "$(ratio "$whole" "$n")" 0.98
+# the runs of frame-pointer frames (fp_run, bpf/unwind.bpf.h) end where
+# a return address leaves the program: libc's start frames take rows, and
+# _start, back in the program, ends the chain the ABI's way
+leaf=$(samples_matching "$TMP/rec.only" '^recurse;[^[]([^;]+;)*recurse_leaf(;|$)')
+full=$(samples_matching "$TMP/rec.only" \
+	'^recurse;_start;__libc_start_main[^;]*;__libc_start_call_main;main;run_recurse;(recurse;){200}recurse_leaf(;|$)')
+at_least "recurse 200: stacks not marked cut run from recurse_leaf through libc's start frames to _start, of $leaf" \
+	"$(ratio "$full" "$leaf")" 0.99
 fpf=$(sed -nE 's/.*unwind: ([0-9]+) user frames stepped by frame pointers.*/\1/p' "$TMP/rec.folded.err")
 at_least "recurse 200: frames stepped by frame pointers a sample (${fpf:-0} in $n samples)" \
 	"$(ratio "${fpf:-0}" "$n")" 150
