@@ -260,6 +260,7 @@ struct ustack {
 	__u32 reason;
 	__u32 row_ok;
 	__u32 fp_steps; /* frames stepped by frame pointers in BPFS_UMAP_FP code */
+	__u32 run_off;	/* a frame-pointer run stopped short: unwind_step next */
 	__s32 map_idx;	/* the last mapping found, -1: none; kept across walks */
 	__s32 map_prev; /* the one found before it */
 	__u64 row_lo, row_hi;
@@ -1140,6 +1141,7 @@ static __always_inline void walk_from(struct ustack *st, __u64 ip, __u64 fp, __u
 	st->reason = 0;
 	st->row_ok = 0;
 	st->fp_steps = 0;
+	st->run_off = 0;
 	/* map_idx and map_prev are kept from the last walk in this scratch:
 	 * a mapping index is only a guess, used once the address is checked
 	 * to lie inside that mapping of the walked process, so a guess left
