@@ -233,7 +233,7 @@ CONF
 chmod 600 "$TMP/agent.conf"
 "$BPFS" agent --config "$TMP/agent.conf" -d 8 &
 agent=$!
-sleep 3
+wait_line "$TMP/hup.log" 'window ' # a window written to the first files
 mv "$TMP/hup.log" "$TMP/hup.log.1" # what logrotate does
 sed -i "s|hup-a.prom|hup-b.prom|" "$TMP/agent.conf"
 kill -HUP $agent

@@ -57,8 +57,9 @@ rc=$?
 [ $rc -eq 127 ] && grep -q "cannot run" "$TMP/c.err" && pass "missing command exits 127" ||
 	fail "missing command exits 127" "exit $rc: $(cat "$TMP/c.err")"
 
-# -- command profiles only the command, while something else burns CPU.
-"$W/threads" 1 6 &
+# -- command profiles only the command, while something else burns CPU
+# (through both runs' set-up, however long: ended after them).
+"$W/threads" 1 60 &
 other=$!
 profile "$TMP/cmd.folded" -F 999 -- "$W/shares" 1.5
 rc=$?
@@ -78,18 +79,21 @@ if [ $rc -eq 0 ] && [ "$others" -eq 0 ] && [ "$(samples_with "$TMP/p.folded" thr
 else
 	fail "-p profiles exactly that process" "exit $rc, $others foreign lines: $(head -3 "$TMP/p.folded")"
 fi
-wait "$other"
+kill "$other"
+wait "$other" 2>/dev/null
 
 # SIGINT mid-run: a complete profile and exit 0.
-"$W/threads" 2 4 &
+"$W/threads" 2 60 &
 burner=$!
-"$BPFS" -F 999 -o "$TMP/int.folded" 2>"$TMP/int.err" &
+"$BPFS" -v -F 999 -o "$TMP/int.folded" 2>"$TMP/int.err" &
 bpfs=$!
+wait_line "$TMP/int.err" "bpfsampler: sampling"
 sleep 2
 kill -INT $bpfs
 wait $bpfs
 rc=$?
-wait $burner
+kill $burner
+wait $burner 2>/dev/null
 if [ $rc -eq 0 ] && grep -q "samples taken" "$TMP/int.err" &&
 	[ "$(samples_with "$TMP/int.folded" thread_work)" -gt 1000 ]; then
 	pass "SIGINT ends sampling with a complete profile"

@@ -182,7 +182,10 @@ if profile "$TMP/f.%f" -F 999 --inline --format folded,pprof -- "$W/gowork-full"
 	s1=$(main_stacks "$TMP/s.only" 0.01)
 	f1=$(main_stacks "$TMP/f.only" 0.01)
 	missing=$( (comm -23 <(echo "$s") <(echo "$f1"); comm -23 <(echo "$f") <(echo "$s1")) | tr '\n' '|')
-	if [ "$(wc -l <<<"$s")" -ge 4 ] && [ -z "$missing" ]; then
+	# at least leafA;mix and leafB;mix: the leaves' own lines have from
+	# 0 (AMD EPYC: every sample on mix's, behind its multiply) to 21% of
+	# the samples with the CPU, so they are compared, not counted on
+	if [ "$(wc -l <<<"$s")" -ge 2 ] && [ -z "$missing" ]; then
 		pass "the same stacks stripped and unstripped (>= 5% in one, >= 1% in the other): $(tr '\n' '|' <<<"$s")"
 	else
 		fail "the same stacks stripped and unstripped (>= 5% in one, >= 1% in the other)" \

@@ -48,6 +48,21 @@ profile() {
 	"$BPFS" -o "$out" "$@" 2>"$out.err"
 }
 
+# wait_line FILE REGEX [SECONDS]: until FILE holds a line matching REGEX
+# (default 60 s); fails after. A run's set-up, the BPF programs' load most
+# of all, takes from a fraction of a second to seconds with the machine's
+# state and kernel: a check that acts on a running bpfsampler waits for
+# what it prints (-v's "sampling", the agent's "window ") rather than
+# sleeping a guess.
+wait_line() {
+	local i n=$((${3:-60} * 10))
+	for ((i = 0; i < n; i++)); do
+		grep -qE "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # Sum of the counts of all lines.
 total() { awk '{ s += $NF } END { print s + 0 }' "$1"; }
 

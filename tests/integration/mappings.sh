@@ -90,9 +90,9 @@ within "exec: the first image's samples are named after it ($pre of $all)" \
 # profile is still written.
 "$BPFS" -F 99 -d 1.5 --no-follow-mappings -v -o "$TMP/nofollow.folded" 2>"$TMP/nofollow.err" &
 bpfs=$!
-"$BPFS" -F 99 -d 1.5 -o "$TMP/follow.folded" 2>/dev/null &
+"$BPFS" -F 99 -d 1.5 -v -o "$TMP/follow.folded" 2>"$TMP/follow.err" &
 bpfs2=$!
-sleep 1
+wait_line "$TMP/follow.err" "bpfsampler: sampling" # its hook loaded
 progs=$(bpftool prog show 2>/dev/null | grep -c ' name on_exec ')
 wait $bpfs
 rc=$?

@@ -237,10 +237,11 @@ blocked_writer() {
 	local reader=$!
 	# far more than 64 KiB of samples: idle ones too, and a busy CPU
 	timeout 4 sh -c 'while :; do :; done' &
-	"$BPFS" -F 20000 -I "${dur[@]}" --format samples >"$TMP/fifo" 2>"$TMP/blocked.err" &
+	"$BPFS" -v -F 20000 -I "${dur[@]}" --format samples >"$TMP/fifo" 2>"$TMP/blocked.err" &
 	pid=$!
 	(sleep 60 && kill -KILL $pid) >/dev/null 2>&1 &
 	local dog=$!
+	wait_line "$TMP/blocked.err" "bpfsampler: sampling"
 	sleep 1
 	[ -n "$first" ] && kill -INT $pid
 	sleep 1
@@ -268,8 +269,9 @@ blocked_ends "SIGTERM while writing" 143 "interrupted after sampling.*incomplete
 # A second SIGINT: the first ends sampling, the second (the write blocked)
 # ends the process. With -o, the earlier file under that name is kept.
 echo "old;profile 1" >"$TMP/twice.folded"
-"$BPFS" --mode stream -F 20000 -o "$TMP/twice.folded" 2>"$TMP/twice.err" &
+"$BPFS" -v --mode stream -F 20000 -o "$TMP/twice.folded" 2>"$TMP/twice.err" &
 pid=$!
+wait_line "$TMP/twice.err" "bpfsampler: sampling"
 sleep 1
 kill -INT $pid
 sleep 0.02
@@ -333,9 +335,10 @@ rc=$?
 rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
 restore_rate() { echo "$rate" >/proc/sys/kernel/perf_event_max_sample_rate; }
 trap 'restore_rate; rm -rf "$TMP"' EXIT
-"$BPFS" -F 2000 -d 1.5 -o "$TMP/low.folded" 2>"$TMP/low.err" &
+"$BPFS" -v -F 2000 -d 1.5 -o "$TMP/low.folded" 2>"$TMP/low.err" &
 pid=$!
-sleep 0.7
+wait_line "$TMP/low.err" "bpfsampler: sampling"
+sleep 0.5
 echo 1000 >/proc/sys/kernel/perf_event_max_sample_rate
 wait $pid
 rc=$?
@@ -350,7 +353,8 @@ fi
 "$BPFS" agent -F 2000 -d 3.5 --interval 1 --output-dir "$TMP/lowspool" \
 	--metrics-file "$TMP/low.prom" 2>"$TMP/lowagent.err" &
 pid=$!
-sleep 1.5
+wait_line "$TMP/lowagent.err" "agent: sampling"
+sleep 0.7
 echo 1000 >/proc/sys/kernel/perf_event_max_sample_rate
 wait $pid
 rc=$?

@@ -76,7 +76,7 @@ cp "$W/shares" "$TMP/shares_early"
 BPFS_DEBUG_FOLD_MIN=0 "$BPFS" -F 999 -d 9 -vv --format folded,pprof -o "$TMP/early.%f" \
 	2>"$TMP/early.err" &
 b=$!
-sleep 0.5
+wait_line "$TMP/early.err" "bpfsampler: sampling"
 "$TMP/shares_early" 1.5
 wait "$b" || fail "early exit run" "$(tail -3 "$TMP/early.err")"
 f=$TMP/early.folded
@@ -136,7 +136,8 @@ chmod 755 "$TMP" "$TMP/nbbin" "$TMP/nbbin/jit"
 jit_nobody() {
 	local d="$TMP/nb-$1-wait" pid start size
 	mkdir -m 777 "$d"
-	JIT_WAIT=$d setpriv --reuid=65534 --regid=65534 --clear-groups "$TMP/nbbin/jit" 2 &
+	# (runs until killed after the profile, however long its set-up)
+	JIT_WAIT=$d setpriv --reuid=65534 --regid=65534 --clear-groups "$TMP/nbbin/jit" 60 &
 	local j=$!
 	for _ in $(seq 600); do [ -s "$d/info" ] && break; sleep 0.05; done
 	read -r pid start size <"$d/info"
@@ -145,7 +146,8 @@ jit_nobody() {
 	touch "$d/go"
 	"$BPFS" -F 999 -d 1.5 -p "$j" -o "$TMP/nb-$1.folded" 2>"$TMP/nb-$1.folded.err" ||
 		fail "JIT as uid 65534, map owned by $1: bpfsampler failed" "$(cat "$TMP/nb-$1.folded.err")"
-	wait "$j"
+	kill "$j"
+	wait "$j" 2>/dev/null
 	rm -f "/tmp/perf-$pid.map"
 }
 for owner in 65534 0; do
