@@ -255,29 +255,37 @@ __noinline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map 
 	return true;
 }
 
-/* A word of user stack at addr: from the window of stack memory read
- * last when it holds it (at a multiple of 8 bytes from its start: CFAs
- * are 8-aligned), else through a new window read at addr (stacks are
- * walked upwards, so one read serves several frames, as in the
- * frame-pointer walk). 0 with st->fault set when it cannot be read.
- * Returned, not stored through a pointer: a stack slot per word in the
- * walk's callback took the deepest call chain (on_sample, user_frame,
- * python_frames, py_frame_step) past the 512 bytes 6.1 and 6.12 allow. */
-static __always_inline __u64 unwind_word(const struct walk *w, __u64 addr, enum urd rd)
+/* Where the word at addr and the n - 1 after it (n <= 2) lie in the
+ * window of stack memory read last: an index into it, the window read
+ * again at addr when it does not hold them (at a multiple of 8 bytes from
+ * its start: CFAs are 8-aligned). Stacks are walked upwards, so one read
+ * serves several frames, as in the frame-pointer walk. -1, with st->fault
+ * set, when it cannot be read. An index, not the words through pointers:
+ * a stack slot per word took the deepest call chain (on_sample,
+ * user_frame, python_frames, py_frame_step) past the 512 bytes 6.1 and
+ * 6.12 allow; and a frame's two words behind one check give the verifier
+ * one way of reading them instead of four. */
+static __always_inline long unwind_slot(const struct walk *w, __u64 addr, __u32 n, enum urd rd)
 {
 	struct ustack *st = w->st;
 	__u64 off = (addr - st->base) / 8;
 
-	if (!st->words || addr < st->base || off >= st->words || ((addr - st->base) & 7)) {
+	if (!st->words || addr < st->base || off + n > st->words || ((addr - st->base) & 7)) {
 		st->base = addr;
 		off = 0;
 		st->words = read_window(w, addr, rd);
 		if (!st->words) {
 			st->fault = 1;
-			return 0;
+			return -1;
 		}
 	}
-	return w->win->w[off & (UWIN_WORDS - 1)];
+	return off & (UWIN_WORDS - 1);
+}
+
+/* The window's word at slot i (from unwind_slot) and the one after it. */
+static __always_inline __u64 unwind_win(const struct walk *w, long i)
+{
+	return w->win->w[i & (UWIN_WORDS - 1)];
 }
 
 /* Ends the walk with a reason (a sample flag). */
@@ -298,6 +306,7 @@ static __always_inline long unwind_step(struct walk *w, enum urd rd)
 	__u64 pc, look, sp = st->sp, bp = st->fp, cfa, ra, nbp = bp;
 	const struct bpfs_unwind_map *m;
 	bool table;
+	long i;
 	int mi;
 
 	if (nr >= max_depth || nr >= BPFS_MAX_USER_DEPTH || !nr)
@@ -347,11 +356,16 @@ static __always_inline long unwind_step(struct walk *w, enum urd rd)
 		 * address would start above it and be read again for it
 		 * (2.6 windows of 1 KiB a walk on frame-pointer code, 1
 		 * with this order) */
-		if (r->rbp_type == BPFS_RBP_CFA)
-			nbp = unwind_word(w, cfa + (__s64)r->rbp_off * 8, rd);
-		ra = unwind_word(w, cfa - 8, rd);
-		if (st->fault)
+		if (r->rbp_type == BPFS_RBP_CFA) {
+			i = unwind_slot(w, cfa + (__s64)r->rbp_off * 8, 1, rd);
+			if (i < 0)
+				return 1;
+			nbp = unwind_win(w, i);
+		}
+		i = unwind_slot(w, cfa - 8, 1, rd);
+		if (i < 0)
 			return 1;
+		ra = unwind_win(w, i);
 	} else {
 		/* a frame-pointer step: code built with them, or no table
 		 * (where allowed) */
@@ -362,10 +376,11 @@ static __always_inline long unwind_step(struct walk *w, enum urd rd)
 		if (bp < sp || bp - sp >= MAX_STACK_SPAN || (bp & 7))
 			return unwind_stop(st, table ? BPFS_F_USTACK_BADFRAME :
 							 BPFS_F_USTACK_NOINFO);
-		nbp = unwind_word(w, bp, rd);
-		ra = unwind_word(w, bp + 8, rd);
-		if (st->fault)
+		i = unwind_slot(w, bp, 2, rd);
+		if (i < 0)
 			return 1;
+		nbp = unwind_win(w, i);
+		ra = unwind_win(w, i + 1);
 		cfa = bp + 16;
 		st->fp_steps += table;
 	}
@@ -417,6 +432,7 @@ static __always_inline long fp_run_step(struct walk *w, const struct bpfs_unwind
 	struct ustack *st = w->st;
 	__u32 nr = st->nr;
 	__u64 look, bp = st->fp, sp = st->sp, nbp, ra;
+	long i;
 
 	/* unwind_step flags the limits */
 	if (nr < 2 || nr >= max_depth || nr >= BPFS_MAX_USER_DEPTH || nr >= st->limit)
@@ -430,10 +446,11 @@ static __always_inline long fp_run_step(struct walk *w, const struct bpfs_unwind
 		unwind_stop(st, BPFS_F_USTACK_BADFRAME);
 		return FP_RUN_STOP;
 	}
-	nbp = unwind_word(w, bp, rd);
-	ra = unwind_word(w, bp + 8, rd);
-	if (st->fault)
+	i = unwind_slot(w, bp, 2, rd);
+	if (i < 0)
 		return FP_RUN_STOP;
+	nbp = unwind_win(w, i);
+	ra = unwind_win(w, i + 1);
 	if (!ra)
 		return FP_RUN_STOP;
 	st->fp_steps++;

@@ -81,6 +81,7 @@ struct sampler {
 	uint64_t stored_at_clear; /* segs_stored() when last emptied */
 	uint64_t stacks_dropped;  /* segments emptied out but not kept */
 	long keep_fail_after;	  /* BPFS_DEBUG_KEEP_FAIL: keeps before failing; -1 */
+	char *verifier_stats;	  /* BPFS_DEBUG_VERIFIER_STATS: on_sample's, or NULL */
 	uint64_t keeps;		  /* segments handed to keep so far */
 };
 
@@ -218,6 +219,39 @@ static void settle_unwind(struct sampler *s)
 	s->fp_instead = true;
 }
 
+/* Measurement and tests: the verifier's statistics of on_sample (log level
+ * 4: a few lines, no instructions), whose load is most of the start-up.
+ * Only on request: at level 4 a refused program's log would hold no
+ * reason. */
+#define VERIFIER_STATS_SIZE (64 * 1024)
+
+static void ask_verifier_stats(struct sampler *s)
+{
+	s->verifier_stats = calloc(1, VERIFIER_STATS_SIZE);
+	if (!s->verifier_stats)
+		return;
+	bpf_program__set_log_buf(s->skel->progs.on_sample, s->verifier_stats,
+				 VERIFIER_STATS_SIZE);
+	bpf_program__set_log_level(s->skel->progs.on_sample, 4);
+}
+
+static void show_verifier_stats(const struct sampler *s)
+{
+	unsigned long insns = 0, us = 0;
+	const char *p, *t;
+
+	if (!s->verifier_stats)
+		return;
+	p = strstr(s->verifier_stats, "processed ");
+	t = strstr(s->verifier_stats, "verification time ");
+	if (p)
+		sscanf(p, "processed %lu insns", &insns);
+	if (t)
+		sscanf(t, "verification time %lu usec", &us);
+	p_warn("BPFS_DEBUG_VERIFIER_STATS: on_sample: %lu instructions processed, "
+	       "verified in %.3f s (a measurement knob)", insns, us / 1e6);
+}
+
 static int configure(struct sampler *s)
 {
 	const struct sampler_opts *o = &s->opts;
@@ -254,6 +288,8 @@ static int configure(struct sampler *s)
 		       "kept after the first %ld (a test knob: unset it for profiles)",
 		       s->keep_fail_after, s->keep_fail_after);
 	}
+	if (getenv("BPFS_DEBUG_VERIFIER_STATS"))
+		ask_verifier_stats(s);
 	skel->rodata->unwind_mode = o->unwind;
 	skel->rodata->mark_fp_cuts = s->fp_instead;
 	/* with --unwind fp the Python frames go outward of the native ones
@@ -539,6 +575,7 @@ int sampler__new(const struct sampler_opts *o, struct sampler **out)
 		load_failed(err);
 		goto err_free;
 	}
+	show_verifier_stats(s);
 	err = install_rings(s);
 	if (err)
 		goto err_free;
@@ -1195,6 +1232,7 @@ void sampler__free(struct sampler *s)
 			close(s->ring_fds[i]);
 	free(s->ring_fds);
 	sampler_bpf__destroy(s->skel);
+	free(s->verifier_stats);
 	free(s);
 }
 
