@@ -238,18 +238,23 @@ static void ask_verifier_stats(struct sampler *s)
 static void show_verifier_stats(const struct sampler *s)
 {
 	unsigned long insns = 0, us = 0;
-	const char *p, *t;
+	char depth[128] = "?";
+	const char *p, *t, *d;
 
 	if (!s->verifier_stats)
 		return;
 	p = strstr(s->verifier_stats, "processed ");
 	t = strstr(s->verifier_stats, "verification time ");
+	d = strstr(s->verifier_stats, "stack depth ");
 	if (p)
 		sscanf(p, "processed %lu insns", &insns);
 	if (t)
 		sscanf(t, "verification time %lu usec", &us);
+	if (d)
+		sscanf(d, "stack depth %127s", depth);
 	p_warn("BPFS_DEBUG_VERIFIER_STATS: on_sample: %lu instructions processed, "
-	       "verified in %.3f s (a measurement knob)", insns, us / 1e6);
+	       "verified in %.3f s, stack depth by function %s (a measurement knob)", insns,
+	       us / 1e6, depth);
 }
 
 static int configure(struct sampler *s)
