@@ -11,6 +11,7 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "task_work.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -25,10 +26,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct probe_work);
 } probe_works SEC(".maps");
-
-extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
-					      void *map__map, bpf_task_work_callback_t callback,
-					      void *aux__prog) __ksym __weak;
 
 static int probe_read(struct bpf_map *map, void *key, void *value)
 {

@@ -1082,6 +1082,7 @@ static long walk_frame_task(__u64 i, void *data)
 
 #include "python.bpf.h"
 #include "unwind.bpf.h"
+#include "task_work.bpf.h"
 
 struct cut {
 	struct ustack *st;
@@ -1161,10 +1162,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct completion_zero);
 } czero SEC(".maps");
-
-extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
-					      void *map__map, bpf_task_work_callback_t callback,
-					      void *aux__prog) __ksym __weak;
 
 static int complete_walk(struct bpf_map *map, void *key, void *value)
 {
