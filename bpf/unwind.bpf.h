@@ -282,7 +282,7 @@ static __always_inline long unwind_slot(const struct walk *w, __u64 addr, __u32 
 	return off & (UWIN_WORDS - 1);
 }
 
-/* The window's word at slot i (from unwind_slot) and the one after it. */
+/* The window's word at slot i (from unwind_slot). */
 static __always_inline __u64 unwind_win(const struct walk *w, long i)
 {
 	return w->win->w[i & (UWIN_WORDS - 1)];
@@ -434,7 +434,10 @@ static __always_inline long fp_run_step(struct walk *w, const struct bpfs_unwind
 	__u64 look, bp = st->fp, sp = st->sp, nbp, ra;
 	long i;
 
-	/* unwind_step flags the limits */
+	/* unwind_step flags the limits. nr < 2 never holds (unwind_frames
+	 * starts runs past the innermost frame), but bounds nr - 1 for the
+	 * verifier: without it on_sample's load processed 21,000 more
+	 * instructions, with 8 bytes more of stack in the deepest chain */
 	if (nr < 2 || nr >= max_depth || nr >= BPFS_MAX_USER_DEPTH || nr >= st->limit)
 		return FP_RUN_OTHER;
 	look = st->ips[(nr - 1) & (BPFS_MAX_USER_DEPTH - 1)] - 1;
@@ -562,9 +565,10 @@ static long user_frame_task(__u64 i, void *data)
 static __always_inline void user_walk(struct walk *w, const struct bpfs_unwind_proc *proc,
 				      enum urd rd)
 {
-	/* a table walk may spend a callback on a run that stops short
-	 * (unwind_frames) besides one per frame: twice the frames */
-	__u32 zero = 0, n = proc ? 2 * BPFS_MAX_USER_DEPTH : BPFS_MAX_USER_DEPTH / WALK_PER_CALL;
+	/* a table walk's callback takes a frame or more, but for a run
+	 * stopped by a limit before its first frame (unwind_frames): one
+	 * callback per frame leaves room for it */
+	__u32 zero = 0, n = proc ? BPFS_MAX_USER_DEPTH : BPFS_MAX_USER_DEPTH / WALK_PER_CALL;
 
 	w->proc = proc;
 	w->cache = proc && rd == URD_IRQ ? bpf_map_lookup_elem(&unwind_cache, &zero) : NULL;

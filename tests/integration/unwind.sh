@@ -73,6 +73,16 @@ at_least "recurse 200: stacks not marked cut run from recurse_leaf through libc'
 fpf=$(sed -nE 's/.*unwind: ([0-9]+) user frames stepped by frame pointers.*/\1/p' "$TMP/rec.folded.err")
 at_least "recurse 200: frames stepped by frame pointers a sample (${fpf:-0} in $n samples)" \
 	"$(ratio "${fpf:-0}" "$n")" 150
+# --max-stack-depth inside such runs: the walk stops at the 50th frame,
+# in the middle of a run, and says so (the depth flag, not a cut stack
+# passed off as whole)
+profile "$TMP/recd.folded" -F 999 --max-stack-depth 50 -- "$W/recurse" 200 1 ||
+	fail "recurse depth run" "$(cat "$TMP/recd.folded.err")"
+comm_lines "$TMP/recd.folded" recurse >"$TMP/recd.only"
+n=$(total "$TMP/recd.only")
+deep=$(samples_matching "$TMP/recd.only" '^recurse;[[]truncated: max depth[]];(recurse;){49}recurse_leaf(;|$)')
+at_least "recurse 200 at --max-stack-depth 50: its innermost 50 frames, marked max depth, of $n" \
+	"$(ratio "$deep" "$n")" 0.98
 
 # -p: the process's tables are loaded before sampling starts, so none of
 # its samples is cut for want of them; its parent (whose maps are read for
