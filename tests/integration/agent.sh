@@ -118,7 +118,7 @@ D=$TMP/spool-fold
 BPFS_DEBUG_FOLD_MIN=0 "$BPFS" agent -vv --interval 60 -d 9 -F 199 --output-dir "$D" \
 	2>"$TMP/fold.log" &
 agent=$!
-for ((t = 0; t < 600; t++)); do grep -q 'sampling at' "$TMP/fold.log" && break; sleep 0.1; done
+wait_line "$TMP/fold.log" "sampling at"
 "$W/shares" 1.5 >/dev/null
 wait $agent
 rc=$?

@@ -49,7 +49,7 @@ profile() {
 }
 
 # wait_line FILE REGEX [SECONDS]: until FILE holds a line matching REGEX
-# (default 60 s); fails after. A run's set-up, the BPF programs' load most
+# (default 60 s); after that, a FAIL that says what never came. A run's set-up, the BPF programs' load most
 # of all, takes from a fraction of a second to seconds with the machine's
 # state and kernel: a check that acts on a running bpfsampler waits for
 # what it prints (-v's "sampling", the agent's "window ") rather than
@@ -60,6 +60,7 @@ wait_line() {
 		grep -qE "$2" "$1" 2>/dev/null && return 0
 		sleep 0.1
 	done
+	fail "waited ${3:-60} s for '$2' in $(basename "$1")" "$(tail -3 "$1" 2>/dev/null)"
 	return 1
 }
 

@@ -117,7 +117,7 @@ wait_for() {
 # their Python frames outward of a cut native walk, still under outer.)
 nice -n -11 "$BPFS" -F 1999 -v -o "$TMP/all.folded" 2>"$TMP/all.folded.err" &
 prof=$!
-for ((t = 0; t < 600; t++)); do grep -q 'sampling' "$TMP/all.folded.err" && break; sleep 0.1; done
+wait_line "$TMP/all.folded.err" "sampling"
 # Two versions at once (the oldest and the newest here): every version
 # at once lets the loader of a system-wide profile fall behind on a busy
 # machine. Their start-up is in their samples too, and under a
@@ -165,7 +165,7 @@ wait_for $(for p in "${PYS[@]}"; do echo "$TMP/ready.$(comm_of "$p")"; done)
 plist=$(IFS=,; echo "${pids[*]}")
 nice -n -11 "$BPFS" -F 1999 -v -p "$plist" -o "$TMP/p.folded" 2>"$TMP/p.folded.err" &
 prof=$!
-for ((t = 0; t < 600; t++)); do grep -q 'sampling' "$TMP/p.folded.err" && break; sleep 0.1; done
+wait_line "$TMP/p.folded.err" "sampling"
 touch "$TMP/go"
 wait "${pids[@]}"
 kill -INT $prof

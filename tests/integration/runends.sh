@@ -139,7 +139,7 @@ signal_try() {
 	(sleep 60 && kill -KILL $pid) >/dev/null 2>&1 &
 	local dog=$!
 	# WAIT s of sampling, not of setup (slower under load)
-	for _ in $(seq 300); do grep -q 'sampling' "$TMP/term.err" && break; sleep 0.1; done
+	wait_line "$TMP/term.err" "sampling" 30
 	sleep "$wait"
 	ms_to t0
 	kill -"$sig" $pid
