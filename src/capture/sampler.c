@@ -228,8 +228,10 @@ static void settle_unwind(struct sampler *s)
 static void ask_verifier_stats(struct sampler *s)
 {
 	s->verifier_stats = calloc(1, VERIFIER_STATS_SIZE);
-	if (!s->verifier_stats)
+	if (!s->verifier_stats) {
+		p_warn("BPFS_DEBUG_VERIFIER_STATS: no memory for the statistics; not asked for");
 		return;
+	}
 	bpf_program__set_log_buf(s->skel->progs.on_sample, s->verifier_stats,
 				 VERIFIER_STATS_SIZE);
 	bpf_program__set_log_level(s->skel->progs.on_sample, 4);
