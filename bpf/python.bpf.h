@@ -63,6 +63,7 @@ struct py_cursor {
 	__u32 pad2;
 	__u32 now;    /* the sample's time, in 2^20 ns (about ms) */
 	__u64 fsbase;
+	__u64 first;  /* the thread's innermost interpreter frame, 0: none */
 	/* the thread state found last on this CPU, checked before use (its
 	 * thread_id must still be the sampled thread's) */
 	__u64 last_tstate;
@@ -165,6 +166,8 @@ static __noinline const struct bpfs_py_proc *py_proc_of(__u32 pid)
 /* The sample's Python state, or NULL when pid is not a recognised CPython
  * (a hash lookup, or the CPU's memo of the last pid without an entry;
  * only when the feature is on). */
+__noinline int python_start(const struct bpfs_py_proc *py, struct py_cursor *c);
+
 static __always_inline const struct bpfs_py_proc *python_begin(__u32 pid, struct py_cursor **c)
 {
 	const struct bpfs_py_proc *py;
@@ -182,6 +185,7 @@ static __always_inline const struct bpfs_py_proc *python_begin(__u32 pid, struct
 	(*c)->wlen = 0; /* memory read by an earlier sample is stale */
 	(*c)->taken = 0;
 	(*c)->pid = pid;
+	python_start(py, *c);
 	return py;
 }
 
@@ -337,6 +341,26 @@ static __always_inline __u64 py_first_frame(const struct bpfs_py_proc *py, struc
 	return c->frame;
 }
 
+/*
+ * The sampled thread's innermost interpreter frame (c->first) and the
+ * sample's time, found when the walk begins (python_begin), before any
+ * native frame: python_frames at the first evaluation frame, or
+ * python_tail after the walk, takes the frame from there. Every sample of
+ * a CPython process searched for it anyway, in one or the other. A global
+ * function, called from the walk's own frame: the search (its reads and
+ * py_find_step's loop) stays out of the deepest call chain (the walk's
+ * callback, python_frames, py_frame_step), which 6.1's and 6.12's
+ * verifiers bound at 512 bytes of stack, each frame rounded up to 32.
+ */
+__noinline int python_start(const struct bpfs_py_proc *py, struct py_cursor *c)
+{
+	if (!py || !c)
+		return 0;
+	c->now = (__u32)(bpf_ktime_get_ns() >> 20);
+	c->first = py_first_frame(py, c);
+	return 0;
+}
+
 struct py_emit {
 	struct ustack *st;
 	const struct bpfs_py_proc *py;
@@ -484,8 +508,7 @@ __noinline int python_frames(struct ustack *st, const struct bpfs_py_proc *py,
 	if (c->state == PY_FRESH) {
 		py_stat(BPFS_PY_STAT_WALKS);
 		c->state = PY_WALKING;
-		c->now = (__u32)(bpf_ktime_get_ns() >> 20);
-		c->frame = py_first_frame(py, c);
+		c->frame = c->first;
 		if (!c->frame) {
 			py_mark(&e, BPFS_PY_MARK_NO_THREAD, BPFS_PY_STAT_NO_THREAD);
 			goto out;
@@ -515,8 +538,7 @@ __noinline int python_tail(struct ustack *st, const struct bpfs_py_proc *py,
 	if (!st || !py || !c || c->state == PY_DONE)
 		return 0;
 	if (c->state == PY_FRESH) {
-		c->frame = py_first_frame(py, c);
-		c->now = (__u32)(bpf_ktime_get_ns() >> 20);
+		c->frame = c->first;
 		if (!c->frame)
 			return 0;
 		py_stat(BPFS_PY_STAT_WALKS);
