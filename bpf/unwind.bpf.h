@@ -418,7 +418,7 @@ static __always_inline const struct bpfs_unwind_proc *unwind_proc(__u32 pid)
  * row, mapping search and CPython check (the step it takes there alike).
  * Only past the innermost frame, which may be in a prologue.
  */
-#define FP_RUN_STEPS 4
+#define FP_RUN_STEPS 8
 
 enum fp_run_result {
 	FP_RUN_MORE,  /* took FP_RUN_STEPS frames: the next may be one too */
@@ -461,7 +461,12 @@ static __always_inline long fp_run_step(struct walk *w, const struct bpfs_unwind
 		unwind_stop(st, BPFS_F_USTACK_BADFRAME);
 		return FP_RUN_STOP;
 	}
-	st->ips[nr & (BPFS_MAX_USER_DEPTH - 1)] = ra;
+	/* masked where clang would drop the mask (nr < the bound above):
+	 * with eight steps unrolled it spills nr, and 6.1's verifier loses
+	 * the bound on the reload */
+	i = nr;
+	barrier_var(i);
+	st->ips[i & (BPFS_MAX_USER_DEPTH - 1)] = ra;
 	st->nr = nr + 1;
 	st->sp = bp + 16;
 	st->fp = nbp;
