@@ -141,6 +141,18 @@ struct {
 	__type(value, struct py_absent);
 } py_absent SEC(".maps");
 
+/* Whether this CPU found pid without an entry last, at the current epoch
+ * (inline in python_begin: a thread that is not Python costs no call). */
+static __always_inline bool py_known_absent(__u32 pid)
+{
+	__u64 epoch = *(volatile __u64 *)&py_procs_epoch;
+	struct py_absent *a;
+	__u32 zero = 0;
+
+	a = bpf_map_lookup_elem(&py_absent, &zero);
+	return a && a->epoch == epoch && a->pid == pid;
+}
+
 /* Not inlined: its locals in the sampling program's own frame took the
  * deepest call chain (on_sample, user_frame, python_frames,
  * py_frame_step) to 544 bytes of stack, which 6.1's and 6.12's verifiers
@@ -153,8 +165,6 @@ static __noinline const struct bpfs_py_proc *py_proc_of(__u32 pid)
 	__u32 zero = 0;
 
 	a = bpf_map_lookup_elem(&py_absent, &zero);
-	if (a && a->epoch == epoch && a->pid == pid)
-		return NULL;
 	py = bpf_map_lookup_elem(&py_procs, &pid);
 	if (!py && a) {
 		a->epoch = epoch;
@@ -173,7 +183,7 @@ static __always_inline const struct bpfs_py_proc *python_begin(__u32 pid, struct
 	const struct bpfs_py_proc *py;
 	__u32 zero = 0;
 
-	if (!use_python)
+	if (!use_python || py_known_absent(pid))
 		return NULL;
 	py = py_proc_of(pid);
 	if (!py)

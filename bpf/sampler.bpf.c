@@ -981,7 +981,8 @@ struct walk {
 	struct ustack *st;
 	struct uwin *win;
 	const struct bpfs_unwind_proc *proc; /* NULL: frame pointers */
-	struct urow_cache *cache;
+	__u32 cache; /* 1 + this CPU's first row-cache slot; 0: none */
+	__u32 cache_pad;
 	const struct bpfs_py_proc *py; /* NULL: no CPython here (python.bpf.h) */
 	struct py_cursor *pyc;
 	struct task_struct *task; /* URD_TASK: the thread whose stack is walked */
@@ -1429,6 +1430,39 @@ static __always_inline void announce_process(const struct bpfs_count_key *key, c
 	}
 }
 
+/* Whether this CPU announced this process, as it is now, last (the
+ * memo announce_process checks first): the common case, inline, without
+ * announce_current's call. */
+static __always_inline bool announced_last(const struct bpfs_count_key *key,
+					   struct task_struct *task)
+{
+	struct mm_struct *mm = task->mm;
+	struct seen_key *last;
+	__u32 zero = 0;
+
+	if (key->pid == loader_pid)
+		return true;
+	last = bpf_map_lookup_elem(&last_seen, &zero);
+	return last && last->pid == key->pid && last->map_count == (mm ? mm->map_count : 0) &&
+	       *(__u64 *)last->comm == *(__u64 *)key->comm &&
+	       *(__u64 *)&last->comm[8] == *(__u64 *)&key->comm[8];
+}
+
+/* announce_process for on_sample, as a global function: its locals (the
+ * seen key, the record) then stay out of on_sample's frame, which is in
+ * the deepest call chains (6.1's 512 bytes, each frame rounded up to 32).
+ * Scalars only: the 6.1 verifier is strict about a global function's
+ * pointer arguments. */
+__noinline int announce_current(__u32 pid, __u32 tid, __u64 comm_lo, __u64 comm_hi)
+{
+	struct bpfs_count_key key = { .pid = pid, .tid = tid };
+
+	*(__u64 *)key.comm = comm_lo;
+	*(__u64 *)&key.comm[8] = comm_hi;
+	announce_process(&key, false);
+	return 0;
+}
+
 static __always_inline bool add_count(struct bpfs_count_val *val, __u64 period, __u32 ev)
 {
 	__sync_fetch_and_add(&val->samples, 1);
@@ -1590,10 +1624,12 @@ static __always_inline bool take_user_stack_compat(struct bpf_perf_event_data *c
  * helpers its kernels have. */
 static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 ev, const bool compat)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_struct *task = CUR_TASK(compat);
+	/* the task's own fields, direct BTF loads: one helper call less */
+	__u64 pid_tgid = compat ? bpf_get_current_pid_tgid() :
+				  (__u64)task->tgid << 32 | (__u32)task->pid;
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct bpfs_count_key key = {};
-	struct task_struct *task;
 	struct bpfs_stack *seg;
 	struct cur_sample *cur;
 	__u32 zero = 0;
@@ -1626,7 +1662,6 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 ev, con
 	/* Two direct BTF loads instead of the helper's call and string copy;
 	 * a comm changing under us may come out torn (the loader reads it as
 	 * 16 bytes, NUL-terminated or not), as perf's own read may. */
-	task = CUR_TASK(compat);
 	if (compat) {
 		bpf_get_current_comm(key.comm, sizeof(key.comm));
 	} else {
@@ -1635,7 +1670,10 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 ev, con
 	}
 	if (track_maps)
 		key.map_gen = map_gen_of(pid);
-	announce_process(&key, compat);
+	if (compat)
+		announce_process(&key, true);
+	else if (!announced_last(&key, task))
+		announce_current(pid, tid, *(__u64 *)key.comm, *(__u64 *)&key.comm[8]);
 	if (CUT(2))
 		return 0;
 

@@ -46,14 +46,20 @@ const volatile __u32 unwind_mode = BPFS_UNWIND_FP;
  * the row of the last address looked up in its chunk, a hit is an address
  * inside that row's range: the innermost frame's pc, which differs from
  * sample to sample inside a loop, hits as a return address does (keyed by
- * the exact address, 9.5% of python3.11's lookups missed, 6.0% now;
- * frame-pointer code 4% either way). Direct mapped; a table's id is never reused, so
- * a released table's rows are never handed out. Only the sampling
+ * the exact address, 9.5% of python3.11's lookups missed, 6.0% by chunk
+ * with 512 slots, 0.5% with the slots below and the wide rows' second
+ * slot). Direct mapped; a table's id is never reused, so a released
+ * table's rows are never handed out. Only the sampling
  * interrupt uses it (one at a time per CPU); the sleepable completion does
  * not, since an interrupt on its CPU could rewrite a slot it is reading.
  */
-#define UNWIND_CACHE_SLOTS 512
+#define UNWIND_CACHE_SLOTS BPFS_UNWIND_CACHE_SLOTS
 #define UNWIND_CACHE_CHUNK_SHIFT 4
+/* A row wider than this has a slot by its 4 KiB page of addresses too:
+ * a sample anywhere in a long body (python3.11's evaluation loop: one row
+ * over 47 KiB) finds it once that page's was looked up. */
+#define UNWIND_CACHE_WIDE 256
+#define UNWIND_CACHE_WIDE_SHIFT 12
 
 struct urow_slot {
 	__u64 lo, hi;	/* file addresses the row covers; hi ~0: to the map's end */
@@ -62,15 +68,17 @@ struct urow_slot {
 	struct bpfs_unwind_row row;
 };
 
-struct urow_cache {
-	struct urow_slot s[UNWIND_CACHE_SLOTS];
-};
-
+/* UNWIND_CACHE_SLOTS slots per CPU, CPU c's from c * UNWIND_CACHE_SLOTS
+ * (the loader sizes it by the possible CPUs): one per-CPU value may not
+ * pass 32 KiB, 800 slots, and 512 held too few of python3.11's rows (its
+ * evaluation loop alone is 55 KiB of code: 42% of its samples searched
+ * the innermost frame's row, ~0.7 searches a sample in all). A slot
+ * past the map's end (an unsized map) is no cache. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UNWIND_CACHE_SLOTS);
 	__type(key, __u32);
-	__type(value, struct urow_cache);
+	__type(value, struct urow_slot);
 } unwind_cache SEC(".maps");
 
 /* Binary-search bounds for the verifier: 2^7 mappings, 2^24 rows. */
@@ -84,9 +92,16 @@ struct usearch {
 	const struct bpfs_unwind_proc *proc;
 	__u64 x;
 	__u32 lo, hi;
-	__u32 first;   /* rows: the map's first row */
+};
+
+/* The rows' search: its own, smaller (unwind_find_row's frame is in the
+ * deepest call chains, which 6.1 bounds at 512 bytes). */
+struct rsearch {
+	__u64 x;
+	__u64 next;    /* pc of the first row above x */
+	__u32 lo, hi;
+	__u32 first;   /* the map's first row */
 	__u32 missing; /* a row could not be read */
-	__u64 next;    /* rows: pc of the first row above x */
 };
 
 static long map_search_step(__u64 i, void *data)
@@ -158,7 +173,7 @@ static __always_inline int unwind_map_of(struct ustack *st, const struct bpfs_un
 
 static long row_search_step(__u64 i, void *data)
 {
-	struct usearch *s = data;
+	struct rsearch *s = data;
 	struct bpfs_unwind_row *r;
 	__u32 mid, key;
 
@@ -180,12 +195,29 @@ static long row_search_step(__u64 i, void *data)
 	return 0;
 }
 
-static __always_inline struct urow_slot *urow_slot(struct urow_cache *c, __u64 x, __u32 table_id)
+/* The index of (table, x >> shift) in the cache from 1 + its CPU's first
+ * slot (walk.cache; 0: none). */
+static __always_inline __u32 urow_index(__u32 cache, __u64 x, __u32 table_id, __u32 shift)
 {
-	__u64 chunk = x >> UNWIND_CACHE_CHUNK_SHIFT;
+	__u64 chunk = (x >> shift) ^ ((__u64)shift << 56);
 	__u32 h = (__u32)((chunk * 0x9E3779B97F4A7C15ULL) >> 40) ^ table_id;
 
-	return &c->s[h & (UNWIND_CACHE_SLOTS - 1)];
+	return cache - 1 + (h & (UNWIND_CACHE_SLOTS - 1));
+}
+
+static __always_inline struct urow_slot *urow_slot(__u32 cache, __u64 x, __u32 table_id,
+						   __u32 shift)
+{
+	__u32 i = urow_index(cache, x, table_id, shift);
+
+	return cache ? bpf_map_lookup_elem(&unwind_cache, &i) : NULL;
+}
+
+/* Whether slot holds the row of m's table covering file address x. */
+static __always_inline bool urow_hit(const struct urow_slot *slot,
+				     const struct bpfs_unwind_map *m, __u64 x)
+{
+	return slot && slot->table_id == m->table_id && x >= slot->lo && x < slot->hi;
 }
 
 /* The row covering look from the row cache, copied into st->row with the
@@ -194,16 +226,17 @@ static __always_inline struct urow_slot *urow_slot(struct urow_cache *c, __u64 x
  * first). Inline: on a hit, no call (python3.11's walk: ~15 rows a
  * sample, 95% of them hits). */
 static __always_inline bool unwind_cached_row(struct ustack *st, const struct bpfs_unwind_map *m,
-					      __u64 look, struct urow_cache *cache)
+					      __u64 look, __u32 cache)
 {
 	__u64 x = look - m->bias;
 	struct urow_slot *slot;
 
-	if (!cache)
-		return false;
-	slot = urow_slot(cache, x, m->table_id);
-	if (slot->table_id != m->table_id || x < slot->lo || x >= slot->hi)
-		return false;
+	slot = urow_slot(cache, x, m->table_id, UNWIND_CACHE_CHUNK_SHIFT);
+	if (!urow_hit(slot, m, x)) {
+		slot = urow_slot(cache, x, m->table_id, UNWIND_CACHE_WIDE_SHIFT);
+		if (!urow_hit(slot, m, x))
+			return false;
+	}
 	st->row = slot->row;
 	st->row_lo = slot->lo + m->bias;
 	st->row_hi = slot->hi == ~0ULL ? m->end : slot->hi + m->bias;
@@ -215,9 +248,9 @@ static __always_inline bool unwind_cached_row(struct ustack *st, const struct bp
  * search, copied into st->row as unwind_cached_row does, and into the row
  * cache when one is given (the caller tried it first). */
 __noinline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map *m, __u64 look,
-				struct urow_cache *cache)
+				__u32 cache)
 {
-	struct usearch s = { .next = ~0ULL };
+	struct rsearch s = { .next = ~0ULL };
 	struct urow_slot *slot = NULL;
 	struct bpfs_unwind_row *r;
 	__u32 key;
@@ -229,8 +262,11 @@ __noinline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map 
 	s.x = look - m->bias;
 	s.hi = m->row_nr;
 	s.first = m->row_first;
+	/* one key for both maps: a slot less in a frame of the deepest
+	 * chains (6.1's 512 bytes) */
+	key = urow_index(cache, s.x, m->table_id, UNWIND_CACHE_CHUNK_SHIFT);
 	if (cache)
-		slot = urow_slot(cache, s.x, m->table_id);
+		slot = bpf_map_lookup_elem(&unwind_cache, &key);
 	key = m->row_first;
 	r = bpf_map_lookup_elem(&unwind_rows, &key);
 	if (!r || !s.hi || r->pc > s.x)
@@ -246,6 +282,16 @@ __noinline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map 
 	st->row_lo = r->pc + m->bias;
 	st->row_hi = s.next == ~0ULL ? m->end : s.next + m->bias;
 	st->row_ok = 1;
+	if (slot) {
+		slot->lo = r->pc;
+		slot->hi = s.next;
+		slot->row = *r;
+		slot->table_id = m->table_id;
+	}
+	if (!cache || s.next - r->pc <= UNWIND_CACHE_WIDE)
+		return true;
+	key = urow_index(cache, s.x, m->table_id, UNWIND_CACHE_WIDE_SHIFT);
+	slot = bpf_map_lookup_elem(&unwind_cache, &key);
 	if (slot) {
 		slot->lo = r->pc;
 		slot->hi = s.next;
@@ -573,10 +619,10 @@ static __always_inline void user_walk(struct walk *w, const struct bpfs_unwind_p
 	/* a table walk's callback takes a frame or more, but for a run
 	 * stopped by a limit before its first frame (unwind_frames): one
 	 * callback per frame leaves room for it */
-	__u32 zero = 0, n = proc ? BPFS_MAX_USER_DEPTH : BPFS_MAX_USER_DEPTH / WALK_PER_CALL;
+	__u32 n = proc ? BPFS_MAX_USER_DEPTH : BPFS_MAX_USER_DEPTH / WALK_PER_CALL;
 
 	w->proc = proc;
-	w->cache = proc && rd == URD_IRQ ? bpf_map_lookup_elem(&unwind_cache, &zero) : NULL;
+	w->cache = proc && rd == URD_IRQ ? bpf_get_smp_processor_id() * UNWIND_CACHE_SLOTS + 1 : 0;
 	if (rd == URD_TASK)
 		bpf_loop(n, user_frame_task, w, 0);
 	else if (rd == URD_SELF)

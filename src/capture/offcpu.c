@@ -158,6 +158,10 @@ static int configure(struct offcpu *oc, const struct offcpu_opts *o)
 	skel->rodata_offcpu->off_walk_burst = per_cpu / 10 ? per_cpu / 10 : 1;
 	oc->raw_tp = !has_tp_btf();
 	err = bpf_map__set_max_entries(skel->maps.offstart, o->threads);
+	/* its own row cache (the sampler's is its interrupt's alone) */
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.unwind_cache,
+					       ncpu * BPFS_UNWIND_CACHE_SLOTS);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.offlast, 2 * o->threads);
 	if (!err)

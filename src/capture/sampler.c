@@ -326,6 +326,11 @@ static int configure(struct sampler *s)
 		err = bpf_map__set_max_entries(skel->maps.unwind_rows,
 					       o->unwind != BPFS_UNWIND_FP && o->unwind_rows ?
 					       o->unwind_rows : 1);
+	/* the row cache: its slots for each possible CPU (nr_rings) */
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.unwind_cache,
+					       o->unwind != BPFS_UNWIND_FP ?
+					       s->nr_rings * BPFS_UNWIND_CACHE_SLOTS : 1);
 	if (!err && o->unwind == BPFS_UNWIND_FP)
 		err = bpf_map__set_max_entries(skel->maps.unwind_procs, 1);
 	if (!err && !skel->rodata->use_python)
