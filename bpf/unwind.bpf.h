@@ -220,6 +220,16 @@ static __always_inline bool urow_hit(const struct urow_slot *slot,
 	return slot && slot->table_id == m->table_id && x >= slot->lo && x < slot->hi;
 }
 
+/* The row of slot, as the walk's current row. */
+static __always_inline void urow_take(struct ustack *st, const struct bpfs_unwind_map *m,
+				      const struct urow_slot *slot)
+{
+	st->row = slot->row;
+	st->row_lo = slot->lo + m->bias;
+	st->row_hi = slot->hi == ~0ULL ? m->end : slot->hi + m->bias;
+	st->row_ok = 1;
+}
+
 /* The row covering look from the row cache, copied into st->row with the
  * range it covers in the process's addresses (recursion and loops find
  * the same row again without even this: the caller checks that range
@@ -232,15 +242,9 @@ static __always_inline bool unwind_cached_row(struct ustack *st, const struct bp
 	struct urow_slot *slot;
 
 	slot = urow_slot(cache, x, m->table_id, UNWIND_CACHE_CHUNK_SHIFT);
-	if (!urow_hit(slot, m, x)) {
-		slot = urow_slot(cache, x, m->table_id, UNWIND_CACHE_WIDE_SHIFT);
-		if (!urow_hit(slot, m, x))
-			return false;
-	}
-	st->row = slot->row;
-	st->row_lo = slot->lo + m->bias;
-	st->row_hi = slot->hi == ~0ULL ? m->end : slot->hi + m->bias;
-	st->row_ok = 1;
+	if (!urow_hit(slot, m, x))
+		return false;
+	urow_take(st, m, slot);
 	return true;
 }
 
@@ -264,9 +268,17 @@ __noinline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map 
 	s.first = m->row_first;
 	/* one key for both maps: a slot less in a frame of the deepest
 	 * chains (6.1's 512 bytes) */
-	key = urow_index(cache, s.x, m->table_id, UNWIND_CACHE_CHUNK_SHIFT);
+	/* a wide row's slot by page: here, not inline in the step (the
+	 * verifier checks this function once) */
+	key = urow_index(cache, s.x, m->table_id, UNWIND_CACHE_WIDE_SHIFT);
 	if (cache)
 		slot = bpf_map_lookup_elem(&unwind_cache, &key);
+	if (urow_hit(slot, m, s.x)) {
+		urow_take(st, m, slot);
+		return true;
+	}
+	key = urow_index(cache, s.x, m->table_id, UNWIND_CACHE_CHUNK_SHIFT);
+	slot = cache ? bpf_map_lookup_elem(&unwind_cache, &key) : NULL;
 	key = m->row_first;
 	r = bpf_map_lookup_elem(&unwind_rows, &key);
 	if (!r || !s.hi || r->pc > s.x)
