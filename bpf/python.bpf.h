@@ -173,32 +173,6 @@ static __noinline const struct bpfs_py_proc *py_proc_of(__u32 pid)
 	return py;
 }
 
-/* The sample's Python state, or NULL when pid is not a recognised CPython
- * (a hash lookup, or the CPU's memo of the last pid without an entry;
- * only when the feature is on). */
-__noinline int python_start(const struct bpfs_py_proc *py, struct py_cursor *c);
-
-static __always_inline const struct bpfs_py_proc *python_begin(__u32 pid, struct py_cursor **c)
-{
-	const struct bpfs_py_proc *py;
-	__u32 zero = 0;
-
-	if (!use_python || py_known_absent(pid))
-		return NULL;
-	py = py_proc_of(pid);
-	if (!py)
-		return NULL;
-	*c = bpf_map_lookup_elem(&py_cursor, &zero);
-	if (!*c)
-		return NULL;
-	(*c)->state = PY_FRESH;
-	(*c)->wlen = 0; /* memory read by an earlier sample is stale */
-	(*c)->taken = 0;
-	(*c)->pid = pid;
-	python_start(py, *c);
-	return py;
-}
-
 static __always_inline bool python_in_eval(const struct bpfs_py_proc *py, __u64 look)
 {
 	return (look >= py->eval_start[0] && look < py->eval_end[0]) ||
@@ -369,6 +343,30 @@ __noinline int python_start(const struct bpfs_py_proc *py, struct py_cursor *c)
 	c->now = (__u32)(bpf_ktime_get_ns() >> 20);
 	c->first = py_first_frame(py, c);
 	return 0;
+}
+
+/* The sample's Python state, or NULL when pid is not a recognised CPython
+ * (a hash lookup, or the CPU's memo of the last pid without an entry;
+ * only when the feature is on). */
+static __always_inline const struct bpfs_py_proc *python_begin(__u32 pid, struct py_cursor **c)
+{
+	const struct bpfs_py_proc *py;
+	__u32 zero = 0;
+
+	if (!use_python || py_known_absent(pid))
+		return NULL;
+	py = py_proc_of(pid);
+	if (!py)
+		return NULL;
+	*c = bpf_map_lookup_elem(&py_cursor, &zero);
+	if (!*c)
+		return NULL;
+	(*c)->state = PY_FRESH;
+	(*c)->wlen = 0; /* memory read by an earlier sample is stale */
+	(*c)->taken = 0;
+	(*c)->pid = pid;
+	python_start(py, *c);
+	return py;
 }
 
 struct py_emit {

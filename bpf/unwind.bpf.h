@@ -230,6 +230,18 @@ static __always_inline void urow_take(struct ustack *st, const struct bpfs_unwin
 	st->row_ok = 1;
 }
 
+/* Keeps row r (up to next, ~0: the map's end) in slot, when there is one. */
+static __always_inline void urow_fill(struct urow_slot *slot, const struct bpfs_unwind_row *r,
+				      __u64 next, __u32 table_id)
+{
+	if (!slot)
+		return;
+	slot->lo = r->pc;
+	slot->hi = next;
+	slot->row = *r;
+	slot->table_id = table_id;
+}
+
 /* The row covering look from the row cache, copied into st->row with the
  * range it covers in the process's addresses (recursion and loops find
  * the same row again without even this: the caller checks that range
@@ -266,10 +278,9 @@ __noinline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map 
 	s.x = look - m->bias;
 	s.hi = m->row_nr;
 	s.first = m->row_first;
-	/* one key for both maps: a slot less in a frame of the deepest
-	 * chains (6.1's 512 bytes) */
 	/* a wide row's slot by page: here, not inline in the step (the
-	 * verifier checks this function once) */
+	 * verifier checks this function once). One key for every lookup: a
+	 * slot less in a frame of the deepest chains (6.1's 512 bytes) */
 	key = urow_index(cache, s.x, m->table_id, UNWIND_CACHE_WIDE_SHIFT);
 	if (cache)
 		slot = bpf_map_lookup_elem(&unwind_cache, &key);
@@ -294,22 +305,11 @@ __noinline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map 
 	st->row_lo = r->pc + m->bias;
 	st->row_hi = s.next == ~0ULL ? m->end : s.next + m->bias;
 	st->row_ok = 1;
-	if (slot) {
-		slot->lo = r->pc;
-		slot->hi = s.next;
-		slot->row = *r;
-		slot->table_id = m->table_id;
-	}
+	urow_fill(slot, r, s.next, m->table_id);
 	if (!cache || s.next - r->pc <= UNWIND_CACHE_WIDE)
 		return true;
 	key = urow_index(cache, s.x, m->table_id, UNWIND_CACHE_WIDE_SHIFT);
-	slot = bpf_map_lookup_elem(&unwind_cache, &key);
-	if (slot) {
-		slot->lo = r->pc;
-		slot->hi = s.next;
-		slot->row = *r;
-		slot->table_id = m->table_id;
-	}
+	urow_fill(bpf_map_lookup_elem(&unwind_cache, &key), r, s.next, m->table_id);
 	return true;
 }
 
