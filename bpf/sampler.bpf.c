@@ -260,6 +260,8 @@ struct ustack {
 	__u32 reason;
 	__u32 row_ok;
 	__u32 fp_steps; /* frames stepped by frame pointers in BPFS_UMAP_FP code */
+	__u32 row_searches; /* rows searched, the row cache missing them */
+	__u32 pad_rs;
 	__u32 run_off;	/* a frame-pointer run stopped short: unwind_step next */
 	__s32 map_idx;	/* the last mapping found, -1: none; kept across walks */
 	__s32 map_prev; /* the one found before it */
@@ -767,6 +769,7 @@ static __always_inline void walk_from(struct ustack *st, __u64 ip, __u64 fp, __u
 	st->reason = 0;
 	st->row_ok = 0;
 	st->fp_steps = 0;
+	st->row_searches = 0;
 	st->run_off = 0;
 	/* map_idx and map_prev are kept from the last walk in this scratch:
 	 * a mapping index is only a guess, used once the address is checked
@@ -946,6 +949,8 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 	user_walk_irq(ctx, key->pid);
 	if (st->fp_steps)
 		stat_add_ev(key->event, BPFS_STAT_UFRAMES_FP, st->fp_steps);
+	if (st->row_searches)
+		stat_add_ev(key->event, BPFS_STAT_ROW_SEARCHES, st->row_searches);
 	if (CUT(4))
 		return false;
 	if (use_task_work && (st->fault || st->limited) &&

@@ -290,6 +290,7 @@ __noinline bool unwind_find_row(struct ustack *st, const struct bpfs_unwind_map 
 	}
 	key = urow_index(cache, s.x, m->table_id, UNWIND_CACHE_CHUNK_SHIFT);
 	slot = cache ? bpf_map_lookup_elem(&unwind_cache, &key) : NULL;
+	st->row_searches++;
 	key = m->row_first;
 	r = bpf_map_lookup_elem(&unwind_rows, &key);
 	if (!r || !s.hi || r->pc > s.x)

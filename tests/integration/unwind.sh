@@ -16,6 +16,10 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b ? a / b : 0 }'; }
 at_least() {
 	if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g >= m) }'; then pass "$1 ($2)"; else fail "$1" "got $2, want >= $3"; fi
 }
+# at_most NAME GOT MAX: a rate at most MAX.
+at_most() {
+	if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g <= m) }'; then pass "$1 ($2)"; else fail "$1" "got $2, want <= $3"; fi
+}
 # A user stack reaches its outermost frame when it holds libc's caller of
 # main, or _start (names from libc's symbols: xz and python3 are stripped).
 WHOLE=';(_start|__libc_start_call_main)(;|$)'
@@ -73,6 +77,12 @@ at_least "recurse 200: stacks not marked cut run from recurse_leaf through libc'
 fpf=$(sed -nE 's/.*unwind: ([0-9]+) user frames stepped by frame pointers.*/\1/p' "$TMP/rec.folded.err")
 at_least "recurse 200: frames stepped by frame pointers a sample (${fpf:-0} in $n samples)" \
 	"$(ratio "${fpf:-0}" "$n")" 150
+# the row cache (bpf/unwind.bpf.h): the innermost frame's row and libc's
+# start frames' are found there again, sample after sample; searched
+# every time, they would be ~4 searches a sample
+rs=$(sed -nE 's/.*unwind: ([0-9]+) rows searched.*/\1/p' "$TMP/rec.folded.err")
+at_most "recurse 200: rows searched in the tables a sample, the row cache missing (${rs:-0} in $n samples)" \
+	"$(ratio "${rs:-0}" "$n")" 0.2
 # --max-stack-depth inside such runs: the walk stops at the 50th frame,
 # in the middle of a run, and says so (the depth flag, not a cut stack
 # passed off as whole)
