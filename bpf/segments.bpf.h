@@ -257,7 +257,8 @@ static __always_inline void seg_loss(__u32 which, bool in_sample)
  * function's pointer argument as the value of a map update, and 5.10 takes
  * no pointer argument but the context in a global function at all.
  */
-/* The segment to store: this CPU's scratch (src 0), the task iterator's
+/* The segment to store: this CPU's scratch (src 0), this CPU's walk
+ * (SEG_SRC_WALK: its head and frames), the task iterator's
  * (SEG_SRC_TASKWALK), or the one of the completion of thread src, which
  * runs in task context where per-CPU scratch would be shared with whatever
  * runs next on the CPU. */
@@ -269,6 +270,14 @@ static __always_inline const struct bpfs_stack *seg_source(__u32 src)
 
 	if (!src)
 		return bpf_map_lookup_elem(&segscratch, &zero);
+	if (src == SEG_SRC_WALK) {
+		struct ustack *st = bpf_map_lookup_elem(&uscratch, &zero);
+
+		if (!st)
+			return NULL;
+		barrier_var(st);
+		return (const struct bpfs_stack *)&st->seg_parent;
+	}
 	/* barrier_var: else clang adds the offset before the NULL test, which
 	 * the verifier refuses */
 	if (src == SEG_SRC_TASKWALK) {
