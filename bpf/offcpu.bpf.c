@@ -368,7 +368,7 @@ static __always_inline void count_block(const struct bpfs_off_start *s, __u32 ti
 			stat_inc_ev(off_event, BPFS_STAT_LOST_RING_FULL);
 		return;
 	}
-	count_sample(&key, len, false, false);
+	count_sample(&key, len, false, COUNT_SHARED, false);
 }
 
 /* A block that ended (or the run did) at now: counted unless short. */

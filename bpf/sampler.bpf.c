@@ -1122,10 +1122,32 @@ __noinline int announce_current(__u32 pid, __u32 tid, __u64 comm_lo, __u64 comm_
 	return 0;
 }
 
-static __always_inline bool add_count(struct bpfs_count_val *val, __u64 period, __u32 ev)
+/* Who may add to a key of `counts` at the same time. */
+enum count_writers {
+	/* only the CPU adding: a sample's key names the thread running
+	 * there (its tid), which no other CPU samples meanwhile, and a
+	 * perf_event program does not nest on its CPU */
+	COUNT_ONE_WRITER,
+	/* another CPU as well: the off-CPU unit counts a block from the
+	 * window's cut on one CPU while the thread comes back on another */
+	COUNT_SHARED,
+};
+
+/* Plain adds where one CPU writes: an atomic add waits for every store
+ * before it to reach the cache (the walk's window, the scratch's state),
+ * and cost ~80 ns a sample of fp1 where those lines were cold
+ * (docs/benchmarks.md). The loader only reads and deletes meanwhile, and an
+ * aligned 8-byte store is never seen torn. */
+static __always_inline bool add_count(struct bpfs_count_val *val, __u64 period, __u32 ev,
+				      const enum count_writers writers)
 {
-	__sync_fetch_and_add(&val->samples, 1);
-	__sync_fetch_and_add(&val->period, period);
+	if (writers == COUNT_SHARED) {
+		__sync_fetch_and_add(&val->samples, 1);
+		__sync_fetch_and_add(&val->period, period);
+	} else {
+		val->samples += 1;
+		val->period += period;
+	}
 	stat_inc_ev(ev, BPFS_STAT_KEPT);
 	return true;
 }
@@ -1138,7 +1160,8 @@ static __always_inline bool add_count(struct bpfs_count_val *val, __u64 period, 
  * frames with their instructions); its key enters the map when seen again.
  */
 static __always_inline void count_sample(const struct bpfs_count_key *key, __u64 period,
-					 bool fresh, const bool compat)
+					 bool fresh, const enum count_writers writers,
+					 const bool compat)
 {
 	struct bpfs_count_val *val, init = { 1, period };
 	long err;
@@ -1148,7 +1171,7 @@ static __always_inline void count_sample(const struct bpfs_count_key *key, __u64
 		return;
 	}
 	val = bpf_map_lookup_elem(&counts, key);
-	if (val && add_count(val, period, key->event))
+	if (val && add_count(val, period, key->event, writers))
 		return;
 	err = bpf_map_update_elem(&counts, key, &init, BPF_NOEXIST);
 	if (!err) {
@@ -1157,7 +1180,7 @@ static __always_inline void count_sample(const struct bpfs_count_key *key, __u64
 	}
 	if (err == -EEXIST) {
 		val = bpf_map_lookup_elem(&counts, key);
-		if (val && add_count(val, period, key->event))
+		if (val && add_count(val, period, key->event, writers))
 			return;
 	}
 	if (send_sample(key, period, compat))
@@ -1370,7 +1393,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 ev, con
 			stat_inc(BPFS_STAT_LOST_RING_FULL);
 		return 0;
 	}
-	count_sample(&key, ctx->sample_period, cur && cur->fresh, compat);
+	count_sample(&key, ctx->sample_period, cur && cur->fresh, COUNT_ONE_WRITER, compat);
 	return 0;
 }
 
