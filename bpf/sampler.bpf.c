@@ -760,8 +760,9 @@ static long cut_segment(__u64 j, void *data)
 
 /* Cuts the walk in st into segments and stores them; the leaf segment's
  * id, or 0 when one could not be stored (counted). This CPU's walk (src 0,
- * st its uscratch) of one segment is stored from st itself: no copy and
- * no loop (most stacks; ~60 ns a sample of fp1, docs/benchmarks.md). */
+ * st its uscratch) of one segment is stored from st itself: no helper
+ * call and no callback (most stacks; fp1's time moved within its noise,
+ * docs/benchmarks.md). */
 static __always_inline __u64 store_walk(struct ustack *st, struct bpfs_stack *seg, __u32 src,
 					bool in_sample)
 {
