@@ -261,7 +261,6 @@ struct ustack {
 	__u32 row_ok;
 	__u32 fp_steps; /* frames stepped by frame pointers in BPFS_UMAP_FP code */
 	__u32 row_searches; /* rows searched, the row cache missing them */
-	__u32 pad_rs;
 	__u32 run_off;	/* a frame-pointer run stopped short: unwind_step next */
 	__s32 map_idx;	/* the last mapping found, -1: none; kept across walks */
 	__s32 map_prev; /* the one found before it */

@@ -311,12 +311,12 @@ enum bpfs_umap_flags {
 	BPFS_UMAP_FP = 1,
 };
 
-/* Executable mappings kept per process; the loader counts the ones left
- * out (a return address in them ends the walk as a bad frame). */
 /* Row-cache slots per CPU (bpf/unwind.bpf.h's unwind_cache, sized by the
  * loader for the possible CPUs; 40 bytes each). */
 #define BPFS_UNWIND_CACHE_SLOTS 4096
 
+/* Executable mappings kept per process; the loader counts the ones left
+ * out (a return address in them ends the walk as a bad frame). */
 #define BPFS_UNWIND_MAPS 128
 
 struct bpfs_unwind_proc {

@@ -27,6 +27,7 @@ struct offcpu {
 	struct offcpu_bpf *skel;
 	struct bpf_object *shared; /* the sampler's, not ours */
 	bool raw_tp;		   /* the fallback attach */
+	bool tables;		   /* the sampler walks through unwind tables */
 	bool before_user;	   /* off_before_user, not off_before */
 	bool stopped;
 	uint64_t left; /* entries left after the end's iterator */
@@ -158,10 +159,11 @@ static int configure(struct offcpu *oc, const struct offcpu_opts *o)
 	skel->rodata_offcpu->off_walk_burst = per_cpu / 10 ? per_cpu / 10 : 1;
 	oc->raw_tp = !has_tp_btf();
 	err = bpf_map__set_max_entries(skel->maps.offstart, o->threads);
-	/* its own row cache (the sampler's is its interrupt's alone) */
+	/* its own row cache (the sampler's is its interrupt's alone), as
+	 * the sampler sizes its own: none without tables */
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.unwind_cache,
-					       ncpu * BPFS_UNWIND_CACHE_SLOTS);
+					       oc->tables ? ncpu * BPFS_UNWIND_CACHE_SLOTS : 1);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.offlast, 2 * o->threads);
 	if (!err)
@@ -271,6 +273,7 @@ int offcpu__new(struct sampler *s, const struct offcpu_opts *o, struct offcpu **
 	if (!oc)
 		return -ENOMEM;
 	oc->shared = sampler__bpf_object(s);
+	oc->tables = sampler__unwind(s) != BPFS_UNWIND_FP;
 	oc->before_user = before_user_wanted();
 	err = open_load(oc, o);
 	if (err == -EAGAIN) {
