@@ -8,7 +8,6 @@ source "$(dirname "$0")/lib.sh"
 require_root compat
 export BPFSAMPLER_COMPAT=1
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b ? a / b : 0 }'; }
 
 # --- chosen, and said
 "$BPFS" --version -v >"$TMP/v.txt" 2>&1

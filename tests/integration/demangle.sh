@@ -26,14 +26,6 @@ enough() {
 		exit !ok }'
 }
 
-# at_least NAME GOT MIN: a share of at least MIN.
-at_least() {
-	if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g >= m) }'; then
-		pass "$1"
-	else
-		fail "$1" "share $2, expected at least $3"
-	fi
-}
 
 RELAX='geo::Grid<double>::relax(int)'
 CHURN='work::churn(int)'

@@ -4,7 +4,6 @@
 source "$(dirname "$0")/lib.sh"
 require_root events
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b ? a / b : 0 }'; }
 
 # Two software events in one session: one profile each, never mixed.
 "$BPFS" -e cpu-clock,task-clock -o "$TMP/two-%e.folded" -- "$W/shares" 1 2>"$TMP/two.err"

@@ -61,9 +61,6 @@ pprof_raw() {
 	cat "$1.raw"
 }
 
-# ratio N D: N/D with 4 decimals.
-ratio() { awk -v n="$1" -v d="$2" 'BEGIN { printf "%.4f", d ? n / d : 0 }'; }
-
 # check_run LABEL PREFIX COMM BINARY: the shares and the inline frames of one run.
 check_run() {
 	local label=$1 f=$2 comm=$3 t a b named inl share

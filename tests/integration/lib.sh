@@ -24,6 +24,17 @@ fail() {
 }
 skip() { echo "SKIP $1: $2"; }
 
+# ratio A B: A / B to four places (0 when B is 0).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b ? a / b : 0 }'; }
+# at_least NAME GOT MIN, at_most NAME GOT MAX: a number (share, rate)
+# against its bound, PASS with the number in the name.
+at_least() {
+	if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g >= m) }'; then pass "$1 ($2)"; else fail "$1" "got $2, want >= $3"; fi
+}
+at_most() {
+	if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g <= m) }'; then pass "$1 ($2)"; else fail "$1" "got $2, want <= $3"; fi
+}
+
 # check NAME COMMAND...: PASS when the command succeeds. The command prints
 # its own diagnostics.
 check() {

@@ -38,10 +38,6 @@ fi
 # A short name per interpreter: the version, and "deb" for Debian's.
 tag() { case $1 in /usr/bin/*) echo deb3.11 ;; *) basename "$(dirname "$(dirname "$1")")" ;; esac; }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b ? a / b : 0 }'; }
-at_least() {
-	if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g >= m) }'; then pass "$1 ($2)"; else fail "$1" "got $2, want >= $3"; fi
-}
 # Folded lines carry the comm, and every interpreter's is python3: each
 # runs through a symlink named after its tag, which becomes its comm.
 mkdir -p "$TMP/bin"

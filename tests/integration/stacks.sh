@@ -4,9 +4,6 @@
 source "$(dirname "$0")/lib.sh"
 require_root stacks
 
-# ratio A B -> A/B with 4 decimals (0 when B is 0)
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b ? a / b : 0 }'; }
-
 profile "$TMP/rec.folded" -F 4000 -- "$W/recurse" 100 2 || fail "recursion run" "$(cat "$TMP/rec.folded.err")"
 leaf=$(samples_with "$TMP/rec.folded" recurse_leaf)
 whole=$(samples_matching "$TMP/rec.folded" ';main;run_recurse;(recurse;){100}recurse_leaf(;|$)')

@@ -4,7 +4,6 @@
 source "$(dirname "$0")/lib.sh"
 require_root stream
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b ? a / b : 0 }'; }
 
 # A 1000-deep recursion: the whole chain down from main, in both modes.
 for mode in stream aggregate; do

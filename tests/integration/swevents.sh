@@ -9,11 +9,6 @@ require_root swevents
 SW=$W/swevents
 N=20000 # pages faulted in fault_pages
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b ? a / b : 0 }'; }
-# at_least NAME GOT MIN
-at_least() {
-	if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g >= m) }'; then pass "$1 ($2)"; else fail "$1" "got $2, expected at least $3"; fi
-}
 # pct TOLERANCE_PERCENT SLACK VALUE: the tolerance of `within`
 pct() { awk -v p="$1" -v s="$2" -v v="$3" 'BEGIN { printf "%d", v * p / 100 + s }'; }
 # field OUT WORD: the number after WORD in the workload's "total ..." line

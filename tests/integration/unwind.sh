@@ -11,15 +11,6 @@ require_root unwind
 # them (173 in 3 s of wall time seen with it loaded 25 times over)
 export WORKLOAD_CPU=1
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b ? a / b : 0 }'; }
-# at_least NAME GOT MIN: a share at least MIN.
-at_least() {
-	if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g >= m) }'; then pass "$1 ($2)"; else fail "$1" "got $2, want >= $3"; fi
-}
-# at_most NAME GOT MAX: a rate at most MAX.
-at_most() {
-	if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g <= m) }'; then pass "$1 ($2)"; else fail "$1" "got $2, want <= $3"; fi
-}
 # A user stack reaches its outermost frame when it holds libc's caller of
 # main, or _start (names from libc's symbols: xz and python3 are stripped).
 WHOLE=';(_start|__libc_start_call_main)(;|$)'
