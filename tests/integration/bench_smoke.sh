@@ -25,8 +25,9 @@ else
 	fail "bench/paired gives both profilers a time per sample" "exit $rc, $rows rows: $(cat "$TMP/paired") $(tail -3 "$TMP/perr")"
 fi
 # --work: another workload in place of cpuburn (here the 200-deep
-# recursion), started and stopped with its round
-"$ROOT/tools/bench/paired" --work recurse200 --rounds 1 --seconds 1 --settle 1 "$BPFS" >"$TMP/pw" 2>"$TMP/pwerr"
+# recursion), started and stopped with its round; --rate: at 99 Hz, not
+# the default 4000 (the round's samples a second, all CPUs)
+"$ROOT/tools/bench/paired" --work recurse200 --rate 99 --rounds 1 --seconds 2 --settle 1 "$BPFS" >"$TMP/pw" 2>"$TMP/pwerr"
 rc=$?
 rows=$(grep -cE '^\| .*bpfsampler.* \| [0-9]+ \([0-9]+-[0-9]+\) \| [0-9.]+ \|$' "$TMP/pw")
 if [ $rc -eq 0 ] && [ "$rows" = 1 ] && grep -q '^recurse200 round 1:' "$TMP/pw" && ! pgrep -f "recurse 200 100000" >/dev/null; then
@@ -34,3 +35,11 @@ if [ $rc -eq 0 ] && [ "$rows" = 1 ] && grep -q '^recurse200 round 1:' "$TMP/pw" 
 else
 	fail "bench/paired --work recurse200" "exit $rc, $rows rows: $(cat "$TMP/pw") $(tail -3 "$TMP/pwerr")"
 fi
+# samples a second, from the kernel's run count: 99 on each CPU (idle ones
+# too: the timer fires there); ignoring --rate would give ~4000 each
+rate=$(sed -n 's/^recurse200 round 1: .*(samples\/s: \([0-9]*\))$/\1/p' "$TMP/pw")
+cpus=$(nproc)
+at_least "bench/paired --rate 99: samples a second on $cpus CPUs, at least 40% of 99 each" \
+	"${rate:-0}" $((99 * cpus * 2 / 5))
+at_most "bench/paired --rate 99: samples a second on $cpus CPUs, at most 150% of 99 each" \
+	"${rate:-999999}" $((99 * cpus * 3 / 2))
