@@ -953,7 +953,7 @@ __noinline int user_walk_irq(struct bpf_perf_event_data *ctx, __u32 pid)
 		walk_from(w.st, regs->ip, regs->bp, regs->sp, use_task_work ? irq_depth : max_depth);
 	}
 	w.py = python_begin(pid, &w.pyc);
-	user_walk(&w, unwind_proc(pid), URD_IRQ);
+	user_walk(&w, unwind_proc_irq(pid), URD_IRQ);
 	if (w.py)
 		python_tail(w.st, w.py, w.pyc);
 	user_walk_unchecked(w.st, w.proc);

@@ -470,6 +470,64 @@ static __always_inline const struct bpfs_unwind_proc *unwind_proc(__u32 pid)
 	return bpf_map_lookup_elem(&unwind_procs, &pid);
 }
 
+/* Bumped by the loader after each change to unwind_procs (src/unwind/):
+ * every CPU's copy below is then stale. */
+__u64 unwind_procs_epoch = 0;
+
+/* This CPU's copy of the entry of the process its interrupt walked last,
+ * taken at epoch: a CPU sampling one process again and again finds its
+ * tables without a hash lookup (bucket, element), the sample's first
+ * dependent loads, each a cache miss when cold. Only the interrupt's walk
+ * uses it (perf_event programs do not nest on a CPU), as the row cache. */
+struct proc_memo {
+	__u32 pid;
+	__u32 valid;
+	__u64 epoch;
+	struct bpfs_unwind_proc proc;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct proc_memo);
+} proc_memo SEC(".maps");
+
+/* unwind_proc for the interrupt, through the memo: always the memo's
+ * copy, never the hash's value, so that the walk's callbacks see one kind
+ * of pointer (the verifier would check them again for each). The epoch is
+ * read before the copy: a change after it makes the copy stale. */
+static __always_inline const struct bpfs_unwind_proc *unwind_proc_irq(__u32 pid)
+{
+	__u64 epoch = *(volatile __u64 *)&unwind_procs_epoch;
+	const struct bpfs_unwind_proc *proc;
+	struct proc_memo *memo;
+	__u32 zero = 0, n;
+
+	if (unwind_mode == BPFS_UNWIND_FP)
+		return NULL;
+	memo = bpf_map_lookup_elem(&proc_memo, &zero);
+	if (!memo)
+		return NULL;
+	if (memo->valid && memo->pid == pid && memo->epoch == epoch)
+		return &memo->proc;
+	memo->valid = 0;
+	proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	if (!proc)
+		return NULL;
+	n = proc->nr;
+	if (n > BPFS_UNWIND_MAPS)
+		n = BPFS_UNWIND_MAPS;
+	/* the header and the mappings in use, not all BPFS_UNWIND_MAPS */
+	if (bpf_probe_read_kernel(&memo->proc,
+				  offsetof(struct bpfs_unwind_proc, m) + n * sizeof(proc->m[0]), proc))
+		return NULL;
+	memo->pid = pid;
+	memo->epoch = epoch;
+	memo->valid = 1;
+	return &memo->proc;
+}
+
 /*
  * Frames of code built with frame pointers, taken in a run: while each
  * return address stays in the same BPFS_UMAP_FP mapping, a frame is the

@@ -123,9 +123,11 @@ bool sampler__sideband_stats(const struct sampler *s, struct sideband_stats *out
  * -errno (an interrupted wait returns 0). */
 int sampler__poll(struct sampler *s, int timeout_ms);
 /* The unwind-table maps (after new): the rows array (mmapable,
- * unwind_rows entries) and the per-process hash. -ENOENT with --unwind
- * fp. */
-int sampler__unwind_maps(struct sampler *s, int *rows_fd, int *procs_fd);
+ * unwind_rows entries), the per-process hash, and the counter to bump
+ * after each change to that hash (the BPF side's per-CPU copies of its
+ * entries are then stale). -ENOENT with --unwind fp. */
+int sampler__unwind_maps(struct sampler *s, int *rows_fd, int *procs_fd,
+			 uint64_t **procs_epoch);
 /* The BPF map of CPython processes (python_abi.h), or -ENOENT when Python
  * frames are not walked (--no-python, a kernel without). */
 int sampler__python_map(struct sampler *s, int *procs_fd);

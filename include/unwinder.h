@@ -40,6 +40,9 @@ struct unwinder_opts {
 	struct bpfs_unwind_row *rows;
 	uint32_t max_rows;
 	int procs_fd;		      /* the BPF per-process hash */
+	/* bumped after each change to procs_fd's entries (the BPF side's
+	 * per-CPU copies); NULL: none (tests) */
+	uint64_t *procs_epoch;
 	/* where separate debug files are looked for (.debug_frame of a file
 	 * built without .eh_frame); NULL: the standard places only */
 	const struct debuginfo_opts *dbg;

@@ -1285,11 +1285,13 @@ struct bpf_object *sampler__bpf_object(struct sampler *s)
 	return s->skel->obj;
 }
 
-int sampler__unwind_maps(struct sampler *s, int *rows_fd, int *procs_fd)
+int sampler__unwind_maps(struct sampler *s, int *rows_fd, int *procs_fd,
+			 uint64_t **procs_epoch)
 {
 	if (s->opts.unwind == BPFS_UNWIND_FP)
 		return -ENOENT;
 	*rows_fd = bpf_map__fd(s->skel->maps.unwind_rows);
 	*procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
+	*procs_epoch = (uint64_t *)&s->skel->bss->unwind_procs_epoch;
 	return 0;
 }

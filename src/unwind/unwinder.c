@@ -104,6 +104,15 @@ int unwinder__new(const struct unwinder_opts *o, struct unwinder **out)
 	return 0;
 }
 
+/* After each change to the BPF per-process hash, before any row it no
+ * longer names is reused: the BPF side's per-CPU copies of its entries
+ * (proc_memo in bpf/unwind.bpf.h) are stale from then on. */
+static void procs_changed(struct unwinder *u)
+{
+	if (u->o.procs_epoch)
+		__atomic_add_fetch(u->o.procs_epoch, 1, __ATOMIC_SEQ_CST);
+}
+
 static void put_table(struct table *t)
 {
 	if (t && t->refs)
@@ -664,6 +673,7 @@ void unwinder__note_maps(struct unwinder *u, int pid, const struct procmaps *pm,
 	v->nr = nr;
 	if (bpf_map_update_elem(u->o.procs_fd, &pid, v, BPF_ANY))
 		u->stats.update_errors++;
+	procs_changed(u);
 	for (size_t i = 0; i < old.nr; i++)
 		put_table(old.t[i]);
 }
@@ -709,6 +719,7 @@ size_t unwinder__sweep(struct unwinder *u)
 		if (kill(p->pid, 0) == 0 || errno != ESRCH)
 			continue;
 		bpf_map_delete_elem(u->o.procs_fd, &p->pid);
+		procs_changed(u);
 		for (size_t j = 0; j < p->nr; j++)
 			put_table(p->t[j]);
 		hashmap__delete(u->procs, (void *)(uintptr_t)p->pid, NULL, NULL);
@@ -813,7 +824,7 @@ int unwinder__start(struct sampler *s, struct symbolizer *sym, uint32_t max_rows
 				    .keep_ns = keep_s * 1000000000ULL };
 	int err;
 
-	err = sampler__unwind_maps(s, &uo.rows_fd, &uo.procs_fd);
+	err = sampler__unwind_maps(s, &uo.rows_fd, &uo.procs_fd, &uo.procs_epoch);
 	if (err) {
 		p_err("cannot map the unwind tables (%u rows): %s; try a smaller --unwind-rows "
 		      "or --unwind fp", max_rows, strerror(-err));

@@ -48,6 +48,22 @@ grep -q 'unwind tables: [1-9]' "$TMP/nofp.folded.err" &&
 	pass "nofp: the summary gives the tables' memory: $(grep -o 'unwind tables:.*' "$TMP/nofp.folded.err")" ||
 	fail "nofp: the summary gives the tables' memory" "$(cat "$TMP/nofp.folded.err")"
 
+# --- A library without frame pointers dlopened while the process is
+# sampled (tests/workloads/dllate.c): each CPU's interrupt keeps a copy of
+# the process's tables (bpf/unwind.bpf.h, proc_memo), which must give way
+# to the entry that has the library. A stale copy has no mapping for it:
+# its samples would be cut at late_spin, or skip to main's caller.
+profile "$TMP/late.folded" -F 999 -- "$W/dllate" 2 || fail "dllate run" "$(cat "$TMP/late.folded.err")"
+comm_lines "$TMP/late.folded" dllate >"$TMP/late.only"
+n=$(samples_with "$TMP/late.only" late_spin)
+whole=$(samples_matching "$TMP/late.only" ';main;run_late;late_outer;late_mid;late_spin(;|$)')
+if [ "$n" -lt 1000 ]; then
+	fail "dllate: enough samples in the late library" "$n: $(cat "$TMP/late.folded.err")"
+else
+	at_least "dllate: late_spin samples walked main -> run_late -> the library's frames, of $n" \
+		"$(ratio "$whole" "$n")" $MAIN_SHARE
+fi
+
 # --- Code built with frame pointers (tests/workloads): every row of its
 # table is one a frame-pointer step walks alike, so past the innermost
 # frame the walk takes that step there, without a row lookup
