@@ -118,6 +118,10 @@ void addrspace__mappings_lost(struct addrspace *as);
 /* Re-reads the mappings of processes announced since their last read (call
  * every few hundred ms while sampling, and once at the end). */
 void addrspace__refresh(struct addrspace *as);
+/* pid's perf map read again if it changed since it was read (at most
+ * once a second a process): for a frame in anonymous code its map did not
+ * name. The map pid holds now (hit->jit's, maybe freed), or NULL. */
+const struct perfmap *addrspace__jit_again(struct addrspace *as, int pid);
 /* What pid had mapped at addr when its mapping generation was gen (0:
  * before any followed mapping of pid). Returns 0, or -ENOENT with hit->m
  * NULL (hit->jit may still be set). */

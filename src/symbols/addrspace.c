@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +55,8 @@ struct proc {
 	int nspid;		 /* pid in its own pid namespace */
 	bool ids_read;		 /* uid and nspid read (for a perf map) */
 	struct perfmap *jit;	 /* /tmp/perf-PID.map, when it has JIT code */
+	int64_t jit_size;	 /* its size when last read; -1: none there */
+	uint64_t jit_check_ns;	 /* when a miss last looked at it again */
 	int ppid;		 /* parent, when it forked us without exec */
 	uint64_t mm;		 /* address space last announced */
 	bool dirty;		 /* announced since the last read */
@@ -264,21 +267,47 @@ static void read_ids(struct proc *p)
  * mount and pid namespaces, else the host's /tmp/perf-PID.map. Read only
  * when owned by the process's user or root, as perf checks.
  */
+/* Where the process's perf map is: inside its mount and pid namespaces
+ * while it lives (alt false), else the host's /tmp (alt true). */
+static void perf_map_path(struct proc *p, bool alt, char *path, size_t size)
+{
+	/* read here, not for every process: few have anonymous code */
+	if (!p->ids_read) {
+		read_ids(p);
+		p->ids_read = true;
+	}
+	if (alt)
+		snprintf(path, size, "/tmp/perf-%d.map", p->pid);
+	else
+		snprintf(path, size, "/proc/%d/root/tmp/perf-%d.map", p->pid, p->nspid);
+}
+
+/* The perf map's size now (lstat, as perfmap__load opens: no symlink
+ * followed), -1 when there is none. */
+static int64_t perf_map_size(struct proc *p)
+{
+	char path[128];
+	struct stat st;
+
+	for (int alt = 0; alt < 2; alt++) {
+		perf_map_path(p, alt, path, sizeof(path));
+		if (!lstat(path, &st))
+			return st.st_size;
+	}
+	return -1;
+}
+
 static void load_perf_map(struct proc *p)
 {
 	char path[128];
 	struct perfmap *pm;
 	int err;
 
-	/* read here, not for every process: few have anonymous code */
-	if (!p->ids_read) {
-		read_ids(p);
-		p->ids_read = true;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", p->pid, p->nspid);
+	p->jit_size = perf_map_size(p);
+	perf_map_path(p, false, path, sizeof(path));
 	err = perfmap__load(path, p->uid, &pm);
 	if (err == -ENOENT || err == -ESRCH) {
-		snprintf(path, sizeof(path), "/tmp/perf-%d.map", p->pid);
+		perf_map_path(p, true, path, sizeof(path));
 		err = perfmap__load(path, p->uid, &pm);
 	}
 	if (err == -EPERM)
@@ -976,4 +1005,25 @@ void addrspace__stats(const struct addrspace *as, struct addrspace_stats *out)
 {
 	*out = as->stats;
 	out->live = hashmap__size(as->procs);
+}
+
+/* A miss in the perf map held: a JIT appends to its map as it compiles,
+ * into code it mapped long before, and the maps (so the perf map) are read
+ * only when the mappings change. Read again when its size changed, at
+ * most once per JIT_RECHECK_NS a process. */
+#define JIT_RECHECK_NS 1000000000ULL
+
+const struct perfmap *addrspace__jit_again(struct addrspace *as, int pid)
+{
+	struct proc *p = find_proc(as, pid);
+	uint64_t now = now_ns();
+
+	if (!p)
+		return NULL;
+	if (p->jit_check_ns && now - p->jit_check_ns < JIT_RECHECK_NS)
+		return p->jit;
+	p->jit_check_ns = now;
+	if (perf_map_size(p) != p->jit_size)
+		load_perf_map(p);
+	return p->jit;
 }

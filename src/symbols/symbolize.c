@@ -251,6 +251,21 @@ int symbolizer__normalize(struct symbolizer *sym, int pid, uint32_t gen, uint64_
 	return 0;
 }
 
+/* A JIT's name for look, in an anonymous mapping or none: from the perf
+ * map held, else from the map read again where it changed (a JIT appends
+ * to it after the mappings were read). */
+static const char *jit_name(struct symbolizer *sym, int pid, const struct as_hit *hit,
+			    uint64_t look)
+{
+	const char *name = hit->jit ? perfmap__find(hit->jit, look) : NULL;
+	const struct perfmap *again;
+
+	if (name || !hit->m)
+		return name;
+	again = addrspace__jit_again(sym->as, pid);
+	return again ? perfmap__find(again, look) : NULL;
+}
+
 void symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t addr,
 		      bool ret_addr, struct sym_frame *out)
 {
@@ -266,7 +281,7 @@ void symbolizer__user(struct symbolizer *sym, int pid, uint32_t gen, uint64_t ad
 		out->loc.map_start = hit.m->start;
 		out->loc.map_end = hit.m->end;
 	}
-	if ((!hit.m || !hit.m->path) && hit.jit && (name = perfmap__find(hit.jit, look))) {
+	if ((!hit.m || !hit.m->path) && (name = jit_name(sym, pid, &hit, look))) {
 		sym->user_named++;
 		out->kind = SYM_JIT;
 		out->name = name;

@@ -126,6 +126,31 @@ anon=$(samples_matching "$TMP/jit2.folded" '^jit;.*[[]anon[]][+]0x')
 	fail "a perf map owned by another user is ignored" "named $n, anon $anon: $(cat "$TMP/jit2.folded.err")"
 remove_jit_maps
 
+# A perf map that appears after the process's maps were read (a JIT
+# appends to its map as it compiles, into code mapped long before; the
+# maps, so the map, are read only when the mappings change): read again
+# at the end, where the frames in anonymous code find no name. The JIT
+# waits (JIT_WAIT) with its code mapped and no map; it is sampled a second
+# (its maps read), then its map is written; it runs a second more.
+mkdir -p "$TMP/late"
+JIT_WAIT=$TMP/late "$BPFS" -F 999 -o "$TMP/late.folded" -- "$W/jit" 2 2>"$TMP/late.folded.err" &
+bpfs=$!
+wait_line "$TMP/late/info" '^[0-9]+ ' 60 && read -r pid start size <"$TMP/late/info"
+touch "$TMP/late/go"
+sleep 1
+printf '%s %s jit_hot_loop\n' "$start" "$size" >"/tmp/perf-$pid.map"
+wait $bpfs || fail "late perf map: run" "$(cat "$TMP/late.folded.err")"
+rm -f "/tmp/perf-$pid.map"
+comm_lines "$TMP/late.folded" jit >"$TMP/late.only"
+all=$(total "$TMP/late.only")
+n=$(samples_matching "$TMP/late.only" ';jit_hot_loop$')
+if [ "$all" -lt 1000 ]; then
+	fail "late perf map: enough samples" "$all: $(cat "$TMP/late.folded.err")"
+else
+	at_least "a perf map written after the maps were read: the JIT named, of $all" \
+		"$(ratio "$n" "$all")" 0.95
+fi
+
 # End to end with a JIT that is not root's (issue #14 item 6): the JIT runs
 # as uid 65534, its map written by the test and given to OWNER; docs/design.md
 # says a map is read when the process's user or root owns it, else ignored
