@@ -245,6 +245,29 @@ check_offcpu() {
 progs_before=$(our_progs)
 "$W/threads" 1 900 >/dev/null &
 other=$!
+# A check still running after CHECK_TIMEOUT seconds (one was seen once to
+# hang the guest until the host killed it at 600 s, saying nothing): the
+# kernel's last lines and what each bpfsampler thread waits on go to
+# /run/results/stuck-CHECK.txt, which the host prints, and bpfsampler is
+# killed, so that the check fails and the checks after it still run.
+CHECK_TIMEOUT=${BPFS_GUEST_CHECK_TIMEOUT:-240}
+watchdog() {
+	local c=$1 p t i
+	# one second at a time: killed, it leaves no long sleep behind
+	for ((i = 0; i < CHECK_TIMEOUT; i++)); do sleep 1; done
+	{
+		echo "check $c still running after $CHECK_TIMEOUT s: bpfsampler killed"
+		dmesg | tail -n 15 | sed 's/^/  dmesg: /'
+		for p in $(pgrep -f "^$BPFS"); do
+			echo "  bpfsampler $p: $(tr '\0' ' ' <"/proc/$p/cmdline" | cut -c1-160)"
+			for t in /proc/"$p"/task/*; do
+				echo "    thread ${t##*/}: state $(cut -d' ' -f3 "$t/stat"), in $(cat "$t/wchan")"
+				sed 's/^/      /' "$t/stack" 2>/dev/null
+			done
+		done
+	} >"/run/results/stuck-$c.txt" 2>&1
+	pkill -KILL -f "^$BPFS"
+}
 # BPFS_GUEST_CHECKS (from guest.env): some of the checks, some repeated
 for c in ${BPFS_GUEST_CHECKS:-command pid system stream faults offcpu agent}; do
 	t0=$SECONDS
@@ -252,7 +275,11 @@ for c in ${BPFS_GUEST_CHECKS:-command pid system stream faults offcpu agent}; do
 		fail "check $c" "guest.sh has no check_$c (BPFS_GUEST_CHECKS)"
 		continue
 	fi
+	watchdog "$c" &
+	wd=$!
 	"check_$c"
+	kill $wd 2>/dev/null
+	wait $wd 2>/dev/null
 	echo "    ($c: $((SECONDS - t0)) s)" >&2
 	# kept after each check: a guest killed later still leaves them
 	[ "${BPFS_KERNEL_KEEP:-0}" = 1 ] && mkdir -p /run/results/outputs &&

@@ -62,7 +62,8 @@ GUEST_SCRIPT='$(cd "$HERE" && pwd -P)/guest.sh'
 BPFS_KERNEL_KEEP=${BPFS_KERNEL_KEEP:-0}
 BPFS_GUEST_CHECKS="${BPFS_GUEST_CHECKS:-}"
 BPFS_GUEST_EXTRA="${BPFS_GUEST_EXTRA:-}"
-export ROOT OUTPUT BPFS_KERNEL_KEEP BPFS_GUEST_CHECKS BPFS_GUEST_EXTRA
+BPFS_GUEST_CHECK_TIMEOUT="${BPFS_GUEST_CHECK_TIMEOUT:-}"
+export ROOT OUTPUT BPFS_KERNEL_KEEP BPFS_GUEST_CHECKS BPFS_GUEST_EXTRA BPFS_GUEST_CHECK_TIMEOUT
 ENV
 	t0=$SECONDS
 	# KVM does not work on these VMs: software emulation, two threads
@@ -92,6 +93,12 @@ ENV
 		tail -n 8 "$R/results/console.log" | sed 's/^/      /'
 		tail -n 12 "$R/results/guest.err" | sed 's/^/      guest: /'
 	fi
+	# a check the guest's watchdog stopped: where bpfsampler was stuck
+	for f in "$R"/results/stuck-*.txt; do
+		[ -e "$f" ] || continue
+		fail "$rel: $(basename "$f" .txt | sed 's/^stuck-//') ended in time" "$(head -n 1 "$f")"
+		tail -n +2 "$f" | head -n 80 | sed 's/^/      /'
+	done
 	echo "    ($rel: guest ran $took s; $(grep -m1 -E '^sampling program' "$R/results/version.txt" 2>/dev/null | tr -s ' '))"
 	if [ "${BPFS_KERNEL_KEEP:-0}" = 1 ]; then
 		mkdir -p "/var/tmp/bpfsampler-kernels"
