@@ -31,6 +31,16 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b ? a / b : 0 }'; }
 at_least() {
 	if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g >= m) }'; then pass "$1 ($2)"; else fail "$1" "got $2, want >= $3"; fi
 }
+# share_at_least NAME PART ALL MIN_ALL SHARE ERRFILE: PART of ALL samples is
+# at least SHARE, once there are MIN_ALL of them (else a failure showing
+# ERRFILE, the profiler's messages).
+share_at_least() {
+	if [ "$3" -lt "$4" ]; then
+		fail "$1: enough samples" "$3, want $4: $(cat "$6")"
+	else
+		at_least "$1, of $3" "$(ratio "$2" "$3")" "$5"
+	fi
+}
 at_most() {
 	if awk -v g="$2" -v m="$3" 'BEGIN { exit !(g <= m) }'; then pass "$1 ($2)"; else fail "$1" "got $2, want <= $3"; fi
 }

@@ -25,11 +25,8 @@ profile "$TMP/nofp.folded" -F 999 -- "$W/nofp" 3 || fail "nofp run" "$(cat "$TMP
 comm_lines "$TMP/nofp.folded" nofp >"$TMP/nofp.only"
 all=$(total "$TMP/nofp.only")
 main=$(samples_matching "$TMP/nofp.only" ';main;')
-if [ "$all" -lt 1500 ]; then
-	fail "nofp: enough samples" "$all: $(cat "$TMP/nofp.folded.err")"
-else
-	at_least "nofp: samples reaching main through libc, of $all" "$(ratio "$main" "$all")" $MAIN_SHARE
-fi
+share_at_least "nofp: samples reaching main through libc" "$main" "$all" 1500 $MAIN_SHARE \
+	"$TMP/nofp.folded.err"
 # Of the comparator's samples walked through the tables (not the first few
 # of the process, taken before its tables were loaded: those say so and
 # count against the share reaching main above):
@@ -57,12 +54,8 @@ profile "$TMP/late.folded" -F 999 -- "$W/dllate" 2 || fail "dllate run" "$(cat "
 comm_lines "$TMP/late.folded" dllate >"$TMP/late.only"
 n=$(samples_with "$TMP/late.only" late_spin)
 whole=$(samples_matching "$TMP/late.only" ';main;run_late;late_outer;late_mid;late_spin(;|$)')
-if [ "$n" -lt 1000 ]; then
-	fail "dllate: enough samples in the late library" "$n: $(cat "$TMP/late.folded.err")"
-else
-	at_least "dllate: late_spin samples walked main -> run_late -> the library's frames, of $n" \
-		"$(ratio "$whole" "$n")" $MAIN_SHARE
-fi
+share_at_least "dllate: late_spin samples walked main -> run_late -> the library's frames" \
+	"$whole" "$n" 1000 $MAIN_SHARE "$TMP/late.folded.err"
 
 # --- Code built with frame pointers (tests/workloads): every row of its
 # table is one a frame-pointer step walks alike, so past the innermost
