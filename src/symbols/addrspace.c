@@ -262,11 +262,6 @@ static void read_ids(struct proc *p)
 		fclose(f);
 }
 
-/*
- * A JIT's symbol map: /tmp/perf-NSPID.map seen from inside the process's
- * mount and pid namespaces, else the host's /tmp/perf-PID.map. Read only
- * when owned by the process's user or root, as perf checks.
- */
 /* Where the process's perf map is: inside its mount and pid namespaces
  * while it lives (alt false), else the host's /tmp (alt true). */
 static void perf_map_path(struct proc *p, bool alt, char *path, size_t size)
@@ -297,6 +292,11 @@ static int64_t perf_map_size(struct proc *p)
 	return -1;
 }
 
+/*
+ * A JIT's symbol map: /tmp/perf-NSPID.map seen from inside the process's
+ * mount and pid namespaces, else the host's /tmp/perf-PID.map. Read only
+ * when owned by the process's user or root, as perf checks.
+ */
 static void load_perf_map(struct proc *p)
 {
 	char path[128];
