@@ -135,12 +135,14 @@ remove_jit_maps
 mkdir -p "$TMP/late"
 JIT_WAIT=$TMP/late "$BPFS" -F 999 -o "$TMP/late.folded" -- "$W/jit" 2 2>"$TMP/late.folded.err" &
 bpfs=$!
-wait_line "$TMP/late/info" '^[0-9]+ ' 60 && read -r pid start size <"$TMP/late/info"
+late_pid=
+wait_line "$TMP/late/info" '^[0-9]+ ' 60 && read -r late_pid start size <"$TMP/late/info"
 touch "$TMP/late/go"
 sleep 1
-printf '%s %s jit_hot_loop\n' "$start" "$size" >"/tmp/perf-$pid.map"
+# only the map of the JIT this run started (never one of an earlier pid)
+[ -n "$late_pid" ] && printf '%s %s jit_hot_loop\n' "$start" "$size" >"/tmp/perf-$late_pid.map"
 wait $bpfs || fail "late perf map: run" "$(cat "$TMP/late.folded.err")"
-rm -f "/tmp/perf-$pid.map"
+[ -n "$late_pid" ] && rm -f "/tmp/perf-$late_pid.map"
 comm_lines "$TMP/late.folded" jit >"$TMP/late.only"
 all=$(total "$TMP/late.only")
 n=$(samples_matching "$TMP/late.only" ';jit_hot_loop$')
