@@ -42,6 +42,12 @@ int namepack__add(struct namepack_build *b, const char *s, size_t len, uint32_t 
 /* The set, ready to read; b is empty after (the set is the caller's). */
 int namepack__finish(struct namepack_build *b, struct namepack **out);
 void namepack__abandon(struct namepack_build *b);
+/* A set made of len bytes of names already laid out as namepack__add
+ * lays them out (each followed by its terminator, a name's ref its
+ * offset), taken without a copy: data is the set's from then on (cut to
+ * len). -EOPNOTSUPP, with data still the caller's, when a set that large
+ * is to be compressed. */
+int namepack__adopt(char *data, size_t len, struct namepack **out);
 
 /* The name at ref: valid until the next namepack__get of a compressed
  * set by this thread (64 blocks are kept decompressed per thread), or

@@ -191,6 +191,29 @@ int namepack__finish(struct namepack_build *b, struct namepack **out)
 	return 0;
 }
 
+int namepack__adopt(char *data, size_t len, struct namepack **out)
+{
+	struct namepack *np;
+	char *cut;
+
+	if (compress_large && len >= NAMEPACK_PLAIN_MAX)
+		return -EOPNOTSUPP;
+	if (len > UINT32_MAX)
+		return -E2BIG;
+	np = calloc(1, sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	cut = len ? realloc(data, len) : NULL;
+	np->data = VEC_INIT(char);
+	np->data.data = cut ? cut : data;
+	np->data.nr = np->data.cap = len;
+	np->blocks = VEC_INIT(struct block);
+	np->total = (uint32_t)len;
+	np->id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
+	*out = np;
+	return 0;
+}
+
 static unsigned long long block_start(const void *b)
 {
 	return ((const struct block *)b)->start;

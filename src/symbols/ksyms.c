@@ -21,7 +21,8 @@ struct kent {
 struct ksyms {
 	struct kent *syms; /* sorted by addr, one per address */
 	size_t nr;
-	struct namepack *names, *mods;
+	struct namepack *names;
+	struct namepack *mods; /* NULL: module names are in names */
 	bool hidden;
 };
 
@@ -210,7 +211,33 @@ static int keep_entries(const struct loader *ld, size_t k, struct namepack_build
 	return err;
 }
 
-/* The kept entries, with their names moved into ks's sets. */
+/* The kept entries made in place, over the loader's (16 bytes each
+ * where those are 24), and taken by ks. */
+static int take_entries(struct loader *ld, size_t k, struct ksyms *ks)
+{
+	char *base = (char *)ld->ents;
+
+	/* entry i is read whole before kept i is written, and kept i ends
+	 * before entry i + 1 starts; memcpy, as the two types share bytes */
+	for (size_t i = 0; i < k; i++) {
+		struct kentry e;
+		struct kent kept;
+
+		memcpy(&e, base + i * sizeof(e), sizeof(e));
+		kept = (struct kent){ e.addr, e.name_off, e.mod_off };
+		memcpy(base + i * sizeof(kept), &kept, sizeof(kept));
+	}
+	ks->syms = k ? realloc(base, k * sizeof(*ks->syms)) : NULL;
+	if (!ks->syms)
+		ks->syms = (struct kent *)base; /* as it was: right, only larger */
+	ks->nr = k;
+	ld->ents = NULL;
+	return 0;
+}
+
+/* The kept entries, with their names in ks's sets: the loader's arena
+ * itself where the set stays plain (the CLI: a copy made the kernel's 3
+ * MB of names 6 at the end of a profile), else compressed copies. */
 static int finish(struct loader *ld, struct ksyms *ks)
 {
 	struct namepack_build names;
@@ -218,6 +245,10 @@ static int finish(struct loader *ld, struct ksyms *ks)
 	size_t k = keep_preferred(ld);
 	int err;
 
+	if (ld->arena && !namepack__adopt(ld->arena, ld->arena_len, &ks->names)) {
+		ld->arena = NULL; /* the set's now; module names are refs in it too */
+		return take_entries(ld, k, ks);
+	}
 	ks->syms = malloc((k ? k : 1) * sizeof(*ks->syms));
 	if (!ks->syms || namepack__begin(&names, ld->arena_len))
 		return -ENOMEM;
@@ -297,7 +328,7 @@ bool ksyms__find(const struct ksyms *ks, uint64_t addr, struct ksym *out)
 		return false;
 	out->addr = e->addr;
 	out->name = namepack__get(ks->names, e->name);
-	out->module = e->mod ? namepack__get(ks->mods, e->mod - 1) : NULL;
+	out->module = e->mod ? namepack__get(ks->mods ? ks->mods : ks->names, e->mod - 1) : NULL;
 	return out->name != NULL;
 }
 

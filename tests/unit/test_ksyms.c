@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ksyms.h"
+#include "namepack.h"
 
 /* ksyms__find's answer, or NULL (one at a time: a static copy). */
 static const struct ksym *find(const struct ksyms *ks, uint64_t addr)
@@ -212,6 +213,42 @@ static void test_live(void)
 	ksyms__free(ks);
 }
 
+/* A file whose names take more than NAMEPACK_PLAIN_MAX: kept as the
+ * file's buffer, or compressed once namepack__compress_large was called;
+ * the same answers either way, modules' names included. */
+static void test_large(void)
+{
+	size_t cap = 4000 * 80, len = 0;
+	char *text = malloc(cap + 1), *path;
+	const struct ksym *k;
+	struct ksyms *ks = NULL;
+
+	CHECK(text, "memory");
+	if (!text)
+		return;
+	for (int i = 0; i < 4000; i++)
+		len += snprintf(text + len, cap - len, "%016llx t function_number_%06d_of_many%s\n",
+				0xffffffff81000000ULL + i * 16ULL, i,
+				i >= 3000 ? (i & 1 ? "\t[mod_odd]" : "\t[mod_even]") : "");
+	path = write_tmp(text);
+	free(text);
+	CHECK(ksyms__load(path, &ks) == 0, "load");
+	k = ks ? find(ks, 0xffffffff81000000ULL + 1234 * 16 + 5) : NULL;
+	CHECK(k && strcmp(k->name, "function_number_001234_of_many") == 0 && !k->module,
+	      "a vmlinux function: %s", k ? k->name : "NULL");
+	k = ks ? find(ks, 0xffffffff81000000ULL + 3001 * 16) : NULL;
+	CHECK(k && strcmp(k->name, "function_number_003001_of_many") == 0 && k->module &&
+		      strcmp(k->module, "mod_odd") == 0,
+	      "a module's function: %s [%s]", k ? k->name : "NULL",
+	      k && k->module ? k->module : "NULL");
+	k = ks ? find(ks, 0xffffffff81000000ULL + 3998 * 16 + 15) : NULL;
+	CHECK(k && strcmp(k->name, "function_number_003998_of_many") == 0 && k->module &&
+		      strcmp(k->module, "mod_even") == 0,
+	      "another module's: %s", k ? k->name : "NULL");
+	ksyms__free(ks);
+	unlink(path);
+}
+
 int main(void)
 {
 	RUN(test_fixture);
@@ -220,5 +257,12 @@ int main(void)
 	RUN(test_missing);
 	RUN(test_empty);
 	RUN(test_live);
+	RUN(test_large);
+	/* last, as it cannot be undone: the agent's way, the kernel's names
+	 * compressed instead of kept in the file's own buffer */
+	namepack__compress_large();
+	RUN(test_live);
+	RUN(test_aliases_and_odd_lines);
+	RUN(test_large);
 	UNIT_EXIT();
 }
