@@ -24,6 +24,7 @@
 #include "fold.h"
 #include "hashmap.h"
 #include "log.h"
+#include "mallocpolicy.h"
 #include "metrics.h"
 #include "namepack.h"
 #include "offcpu.h"
@@ -806,18 +807,14 @@ static void agent__reload(struct agent *a)
 	       a->live.metrics_file ? a->live.metrics_file : "off");
 }
 
-/* glibc's allocation policy for a process that lives for months: blocks of
- * 128 KiB or more (unwind rows, symbol tables, profiles) are mmap'd and go
- * back to the system when freed; by default glibc raises that threshold
- * after each such free (up to 32 MiB), and a large table's transients then
- * stay as holes in the heap. Two arenas, not one per thread. Beside a
- * build (docs/benchmarks.md, "The agent under process churn") this took
- * the RSS after the warm-up from 35.0-44.0 MB to 28.2-37.5 MB, at the same
- * CPU. */
+/* glibc's allocation policy for a process that lives for months: large
+ * blocks back to the system when freed (mallocpolicy.h), two arenas, not
+ * one per thread. Beside a build (docs/benchmarks.md, "The agent under
+ * process churn") this took the RSS after the warm-up from 35.0-44.0 MB
+ * to 28.2-37.5 MB, at the same CPU. */
 static void malloc_policy(void)
 {
-	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-	mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+	mallocpolicy__return_large();
 	mallopt(M_ARENA_MAX, 2);
 	/* and the symbol names of large files and of the kernel compressed:
 	 * a compiler's three tables 6.9 -> 2.9 MB (namepack.h) */

@@ -34,6 +34,7 @@
 #include "fold.h"
 #include "folded.h"
 #include "log.h"
+#include "mallocpolicy.h"
 #include "opts.h"
 #include "profile.h"
 #include "pyreg.h"
@@ -1146,6 +1147,9 @@ int main(int argc, char **argv)
 	struct opts o;
 	int err;
 
+	/* a one-shot profile's peak RSS: the BTF freed after the load and
+	 * the kernel's symbols read at the end no longer in one heap */
+	mallocpolicy__return_large();
 	r = opts__parse(&o, argc, argv);
 	if (r == OPTS_RUN && o.agent.config)
 		r = parse_with_config(&o, argc, argv, &config_args);
