@@ -264,6 +264,8 @@ struct ustack {
 	__u32 run_off;	/* a frame-pointer run stopped short: unwind_step next */
 	__s32 map_idx;	/* the last mapping found, -1: none; kept across walks */
 	__s32 map_prev; /* the one found before it */
+	__u32 tail_taken; /* the outer frames came from the tail memo */
+	__u32 tail_pad;
 	__u64 row_lo, row_hi;
 	struct bpfs_unwind_row row;
 	/* A head in struct bpfs_stack's layout, right before ips: a walk of
@@ -626,6 +628,7 @@ struct walk {
 	const struct bpfs_py_proc *py; /* NULL: no CPython here (python.bpf.h) */
 	struct py_cursor *pyc;
 	struct task_struct *task; /* URD_TASK: the thread whose stack is walked */
+	struct tail_state *tm;	  /* the CPU's tail memo (tailmemo.bpf.h): sampling only */
 };
 
 static __always_inline long read_user(const struct walk *w, void *dst, __u32 size, __u64 addr,
@@ -795,6 +798,7 @@ static __always_inline void walk_from(struct ustack *st, __u64 ip, __u64 fp, __u
 	st->fp_steps = 0;
 	st->row_searches = 0;
 	st->run_off = 0;
+	st->tail_taken = 0;
 	/* map_idx and map_prev are kept from the last walk in this scratch:
 	 * a mapping index is only a guess, used once the address is checked
 	 * to lie inside that mapping of the walked process, so a guess left
@@ -938,8 +942,9 @@ __noinline int user_walk_irq(struct bpf_perf_event_data *ctx, __u32 pid)
 
 		w.st = bpf_map_lookup_elem(&uscratch, &zero);
 		w.win = bpf_map_lookup_elem(&uwindow, &zero);
+		w.tm = bpf_map_lookup_elem(&tailmemo, &zero);
 	}
-	if (!ctx || !w.st || !w.win)
+	if (!ctx || !w.st || !w.win || !w.tm)
 		return 0;
 	/* the registers first: the frame keeps no copy of them across the
 	 * lookups below (6.1's 512 bytes, counted with this frame's size) */
@@ -952,8 +957,11 @@ __noinline int user_walk_irq(struct bpf_perf_event_data *ctx, __u32 pid)
 		/* direct BTF loads, not a helper call per field */
 		walk_from(w.st, regs->ip, regs->bp, regs->sp, use_task_work ? irq_depth : max_depth);
 	}
+	tail_begin(w.tm, pid);
 	w.py = python_begin(pid, &w.pyc);
 	user_walk(&w, unwind_proc_irq(pid), URD_IRQ);
+	if (w.proc)
+		tail_save(w.tm, w.st, pid);
 	if (w.py)
 		python_tail(w.st, w.py, w.pyc);
 	user_walk_unchecked(w.st, w.proc);
@@ -975,6 +983,8 @@ static __always_inline bool take_user_stack(struct bpf_perf_event_data *ctx,
 		stat_add_ev(key->event, BPFS_STAT_UFRAMES_FP, st->fp_steps);
 	if (st->row_searches)
 		stat_add_ev(key->event, BPFS_STAT_ROW_SEARCHES, st->row_searches);
+	if (st->tail_taken)
+		stat_add_ev(key->event, BPFS_STAT_TAILS_TAKEN, 1);
 	if (CUT(4))
 		return false;
 	if (use_task_work && (st->fault || st->limited) &&

@@ -17,6 +17,13 @@
 #ifndef BPFSAMPLER_UNWIND_BPF_H
 #define BPFSAMPLER_UNWIND_BPF_H
 
+/* Bumped by the loader after each change to unwind_procs (src/unwind/):
+ * every CPU's copy of a process's entry (proc_memo) and its tail memo
+ * (tailmemo.bpf.h) are then stale. */
+__u64 unwind_procs_epoch = 0;
+
+#include "tailmemo.bpf.h"
+
 /* Sized by the loader (--unwind-rows) and written through mmap. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -387,6 +394,13 @@ static __always_inline long unwind_step(struct walk *w, enum urd rd)
 	if (table && !(nr > 1 && (m->flags & BPFS_UMAP_FP))) {
 		struct bpfs_unwind_row *r = &st->row;
 
+		/* the outer frames of the CPU's last walk, when they are
+		 * these (tailmemo.bpf.h): no row for any of them */
+		if (rd == URD_IRQ && tail_at(w->tm, nr, pc, st) &&
+		    tail_take(st, w->win, &w->tm->memo))
+			return 1;
+		if (rd == URD_IRQ)
+			trail_start(w->tm, TRAIL_STEP);
 		/* the last row found still covers it (loops, recursion):
 		 * no call */
 		if (!(st->row_ok && look >= st->row_lo && look < st->row_hi) &&
@@ -395,7 +409,10 @@ static __always_inline long unwind_step(struct walk *w, enum urd rd)
 			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
 		switch (r->cfa_type) {
 		case BPFS_CFA_END:
-			return 1; /* the outermost frame: the stack is whole */
+			/* the outermost frame: the stack is whole */
+			if (rd == URD_IRQ)
+				trail_end(w->tm, st);
+			return 1;
 		case BPFS_CFA_RSP:
 			cfa = sp + r->cfa_off;
 			break;
@@ -420,7 +437,11 @@ static __always_inline long unwind_step(struct walk *w, enum urd rd)
 			if (i < 0)
 				return 1;
 			nbp = unwind_win(w, i);
+			if (rd == URD_IRQ && w->tm)
+				trail_cur(w->tm)->rbp_addr = cfa + (__s64)r->rbp_off * 8;
 		}
+		if (rd == URD_IRQ && w->tm)
+			trail_cur(w->tm)->ra_addr = cfa - 8;
 		i = unwind_slot(w, cfa - 8, 1, rd);
 		if (i < 0)
 			return 1;
@@ -428,10 +449,16 @@ static __always_inline long unwind_step(struct walk *w, enum urd rd)
 	} else {
 		/* a frame-pointer step: code built with them, or no table
 		 * (where allowed) */
+		if (rd == URD_IRQ)
+			trail_start(w->tm, 0);
 		if (!table && unwind_mode == BPFS_UNWIND_DWARF)
 			return unwind_stop(st, BPFS_F_USTACK_NOINFO);
-		if (!bp)
-			return 1; /* the chain's end, the ABI's way (_start's) */
+		if (!bp) {
+			/* the chain's end, the ABI's way (_start's) */
+			if (rd == URD_IRQ)
+				trail_end(w->tm, st);
+			return 1;
+		}
 		if (bp < sp || bp - sp >= MAX_STACK_SPAN || (bp & 7))
 			return unwind_stop(st, table ? BPFS_F_USTACK_BADFRAME :
 							 BPFS_F_USTACK_NOINFO);
@@ -454,6 +481,10 @@ static __always_inline long unwind_step(struct walk *w, enum urd rd)
 		nr = st->nr;
 		if (nr >= max_depth || nr >= BPFS_MAX_USER_DEPTH)
 			return 1;
+	} else if (rd == URD_IRQ) {
+		/* a step with CPython's frames is not noted: the chain of
+		 * noted steps breaks there */
+		trail_commit(w->tm, st, pc, ra, nbp, TRAIL_STEP);
 	}
 	st->ips[nr & (BPFS_MAX_USER_DEPTH - 1)] = ra;
 	st->nr = nr + 1;
@@ -469,10 +500,6 @@ static __always_inline const struct bpfs_unwind_proc *unwind_proc(__u32 pid)
 		return NULL;
 	return bpf_map_lookup_elem(&unwind_procs, &pid);
 }
-
-/* Bumped by the loader after each change to unwind_procs (src/unwind/):
- * every CPU's copy below is then stale. */
-__u64 unwind_procs_epoch = 0;
 
 /* This CPU's copy of the entry of the process its interrupt walked last,
  * taken at epoch: a CPU sampling one process again and again finds its
@@ -560,8 +587,10 @@ static __always_inline long fp_run_step(struct walk *w, const struct bpfs_unwind
 	look = st->ips[(nr - 1) & (BPFS_MAX_USER_DEPTH - 1)] - 1;
 	if (look < m->start || look >= m->end)
 		return FP_RUN_OTHER;
-	if (!bp)
-		return FP_RUN_STOP; /* the chain's end, the ABI's way */
+	if (!bp) {
+		trail_end(w->tm, st); /* the chain's end, the ABI's way */
+		return FP_RUN_STOP;
+	}
 	if (bp < sp || bp - sp >= MAX_STACK_SPAN || (bp & 7)) {
 		unwind_stop(st, BPFS_F_USTACK_BADFRAME);
 		return FP_RUN_STOP;

@@ -79,6 +79,8 @@ enum bpfs_stat {
 				      * (BPFS_UMAP_FP), no row looked up */
 	BPFS_STAT_ROW_SEARCHES,      /* not samples: rows the interrupt's walk
 				      * searched, its row cache missing them */
+	BPFS_STAT_TAILS_TAKEN,	     /* user walks whose outer frames came from
+				      * the CPU's tail memo, no row looked up */
 	BPFS_STAT_SEGS_STORED,	     /* not samples: segments new to `stacks`,
 				      * under event 0 (the loader empties the
 				      * map when half of it is new) */

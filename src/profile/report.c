@@ -648,6 +648,8 @@ static const char *const stat_names[BPFS_STAT_NR] = {
 	[BPFS_STAT_UFRAMES_FP] = "user frames stepped by frame pointers in code built with "
 				 "them",
 	[BPFS_STAT_ROW_SEARCHES] = "rows searched in the unwind tables (the row cache missed)",
+	[BPFS_STAT_TAILS_TAKEN] = "walks took their outer frames from the last walk on their "
+				  "CPU",
 };
 
 static void print_group(FILE *f, const char *title, const struct sampler_stats *st,
@@ -746,6 +748,9 @@ void report__summary(FILE *f, const struct sampler_stats *st, const struct repor
 	if (v[BPFS_STAT_ROW_SEARCHES])
 		fprintf(f, "  unwind: %" PRIu64 " %s\n", v[BPFS_STAT_ROW_SEARCHES],
 			stat_names[BPFS_STAT_ROW_SEARCHES]);
+	if (v[BPFS_STAT_TAILS_TAKEN])
+		fprintf(f, "  unwind: %" PRIu64 " %s\n", v[BPFS_STAT_TAILS_TAKEN],
+			stat_names[BPFS_STAT_TAILS_TAKEN]);
 	if (ss->malformed || ss->conflicting_stacks || ss->reordered)
 		fprintf(f, "  rings: %" PRIu64 " malformed records, %" PRIu64
 			" conflicting stack records, %" PRIu64 " records out of order\n",

@@ -57,6 +57,27 @@ whole=$(samples_matching "$TMP/late.only" ';main;run_late;late_outer;late_mid;la
 share_at_least "dllate: late_spin samples walked main -> run_late -> the library's frames" \
 	"$whole" "$n" 1000 $MAIN_SHARE "$TMP/late.folded.err"
 
+# --- The tail memo (bpf/tailmemo.bpf.h): a walk takes the outer frames of
+# the CPU's last walk when it reaches the registers they began from and
+# the words they read still hold. tests/workloads/tailswap.c runs the same
+# frames, at the same addresses, under path_a (3/4 of its CPU time) and
+# path_b (1/4): only the return address in outer's frame tells them apart.
+# A memo used without that word checked gave every sample to one path
+# (path_b 0 of 3019); one never used would leave the shares right, so the
+# summary must show it used as well.
+profile "$TMP/tail.folded" -F 999 -- "$W/tailswap" 3 || fail "tailswap run" "$(cat "$TMP/tail.folded.err")"
+comm_lines "$TMP/tail.folded" tailswap >"$TMP/tail.only"
+n=$(total "$TMP/tail.only")
+a=$(samples_matching "$TMP/tail.only" ';main;path_a;outer;middle;inner;spin(;|$)')
+b=$(samples_matching "$TMP/tail.only" ';main;path_b;outer;middle;inner;spin(;|$)')
+share_at_least "tailswap: samples walked through one path or the other to main" \
+	"$((a + b))" "$n" 1500 $MAIN_SHARE "$TMP/tail.folded.err"
+within "tailswap: path_b's share, a quarter of the CPU time ($b of $n)" \
+	"$(ratio "$b" "$n")" 0.25 "$(share_tolerance 0.25 "$n")"
+taken=$(sed -nE 's/.*unwind: ([0-9]+) walks took their outer frames.*/\1/p' "$TMP/tail.folded.err")
+at_least "tailswap: walks that took the memo's frames, of $n samples" \
+	"$(ratio "${taken:-0}" "$n")" 0.3
+
 # --- Code built with frame pointers (tests/workloads): every row of its
 # table is one a frame-pointer step walks alike, so past the innermost
 # frame the walk takes that step there, without a row lookup

@@ -21,7 +21,7 @@ WL_BINS := $(addprefix $(WL_OUT)/,shares shares-pie shares-stripped threads recu
 	libwork.so uselib syscalls cache branch fork_short cpuburn jit \
 	libdlswap_a.so libdlswap_b.so dlswap execer memfd_run vdso_clock bpf_spin \
 	churn churn_child cxxwork longname rustwork rustwork-v0 forkstorm stackfan badfp inlined swevents \
-	getppid_loop mapstorm nofp nofp-stripped dllate libnofp_late.so dfchain dfchain-stripped \
+	getppid_loop mapstorm nofp nofp-stripped dllate libnofp_late.so tailswap dfchain dfchain-stripped \
 	libbenchhold.so ehframe_build offwait $(WL_GO_BINS))
 # C++ and Rust names for the demangling tests. g++ at -O1 with frame
 # pointers; Debian's rustc (tools/install-deps.sh), not a rustup one earlier
@@ -128,6 +128,11 @@ $(WL_OUT)/libnofp_late.so: $(WL_SRC)/nofp_late.c $(WL_MK) | $(WL_OUT)
 $(WL_OUT)/dllate: $(WL_SRC)/dllate.c $(WL_OUT)/libnofp_late.so $(WL_MK) | $(WL_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $(WL_DEPFLAGS) $< -ldl -o $@
+
+# Alike frames under two callers, walked by tables only (tailswap.c).
+$(WL_OUT)/tailswap: $(WL_SRC)/tailswap.c $(WL_MK) | $(WL_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -fno-ipa-icf $(WL_DEPFLAGS) $< -o $@
 
 # Its functions have no names: grouped by the start of their FDE.
 $(WL_OUT)/nofp-stripped: $(WL_OUT)/nofp
