@@ -234,49 +234,51 @@ static __always_inline long tail_first(const struct tail_state *tm, __u32 i_end)
 	return first;
 }
 
+/* A word into the memo at w: 0, or -1 when it comes below the word
+ * before it, or beyond one window from lo. */
+static __always_inline int tail_word(struct tail_memo *mm, __u32 w, __u64 addr, __u64 val,
+				     __u64 lo, __u64 *prev)
+{
+	if (w >= TAIL_WORDS || addr < *prev || ((addr - lo) & 7) || (addr - lo) / 8 >= UWIN_WORDS)
+		return -1;
+	mm->woff[w] = (addr - lo) / 8;
+	mm->wval[w] = val;
+	*prev = addr;
+	return 0;
+}
+
 /* The memo's words and frames from the trail's entries first..i_end - 1:
- * 0, or -1 when they do not fit (more words than kept, or beyond one
- * window). */
+ * 0, or -1 when their words do not rise from one to the next (as a walk
+ * reads them: the saved rbp, then the return address, CFA after CFA) or
+ * go beyond one window. Two words a step: a step that read no rbp gives
+ * its return address twice, chosen without a branch (a branch a step made
+ * the verifier walk each combination). */
 static __always_inline int tail_fill(struct tail_memo *mm, const struct tail_state *tm,
 				     long first, __u32 i_end)
 {
-	__u64 lo = ~0ULL, hi = 0;
-	__u32 w = 0, n = 0;
+	const struct trail_ent *f = &tm->trail[first & (TRAIL_LEN - 1)];
+	__u64 lo = f->rbp_addr ? f->rbp_addr : f->ra_addr, prev = lo;
+	__u32 n = 0;
 
 	for (__u32 k = 0; k < TRAIL_LEN; k++) {
 		const struct trail_ent *e = &tm->trail[(first + k) & (TRAIL_LEN - 1)];
+		__u64 has = (e->rbp_addr | -e->rbp_addr) >> 63, m = -has;
 
 		if (first + k >= i_end)
 			break;
-		lo = e->ra_addr < lo ? e->ra_addr : lo;
-		hi = e->ra_addr > hi ? e->ra_addr : hi;
-		if (e->rbp_addr) {
-			lo = e->rbp_addr < lo ? e->rbp_addr : lo;
-			hi = e->rbp_addr > hi ? e->rbp_addr : hi;
-		}
+		if (tail_word(mm, 2 * k, (e->rbp_addr & m) | (e->ra_addr & ~m),
+			      (e->nbp & m) | (e->ra & ~m), lo, &prev) ||
+		    tail_word(mm, 2 * k + 1, e->ra_addr, e->ra, lo, &prev))
+			return -1;
+		mm->ips[k] = e->ra;
 		n = k + 1;
 	}
-	if (!n || hi < lo || ((hi - lo) & 7) || (hi - lo) / 8 + 1 > UWIN_WORDS)
+	if (!n)
 		return -1;
-	for (__u32 k = 0; k < TRAIL_LEN; k++) {
-		const struct trail_ent *e = &tm->trail[(first + k) & (TRAIL_LEN - 1)];
-
-		if (k >= n)
-			break;
-		mm->ips[k] = e->ra;
-		mm->woff[w & (TAIL_WORDS - 1)] = (e->ra_addr - lo) / 8;
-		mm->wval[w & (TAIL_WORDS - 1)] = e->ra;
-		w++;
-		if (e->rbp_addr) {
-			mm->woff[w & (TAIL_WORDS - 1)] = (e->rbp_addr - lo) / 8;
-			mm->wval[w & (TAIL_WORDS - 1)] = e->nbp;
-			w++;
-		}
-	}
 	mm->nframes = n;
-	mm->nwords = w;
+	mm->nwords = 2 * n;
 	mm->wlo = lo;
-	mm->span = (hi - lo) / 8 + 1;
+	mm->span = (prev - lo) / 8 + 1;
 	return 0;
 }
 
