@@ -960,7 +960,9 @@ __noinline int user_walk_irq(struct bpf_perf_event_data *ctx, __u32 pid)
 	tail_begin(w.tm, pid);
 	w.py = python_begin(pid, &w.pyc);
 	user_walk(&w, unwind_proc_irq(pid), URD_IRQ);
-	if (w.proc)
+	/* a walk that took the memo leaves it: no call (its return, under
+	 * this machine's return thunks, is not free) */
+	if (w.proc && !w.st->tail_taken)
 		tail_save(w.tm, w.st, pid);
 	if (w.py)
 		python_tail(w.st, w.py, w.pyc);
