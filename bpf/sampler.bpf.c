@@ -962,7 +962,7 @@ __noinline int user_walk_irq(struct bpf_perf_event_data *ctx, __u32 pid)
 	user_walk(&w, unwind_proc_irq(pid), URD_IRQ);
 	/* a walk that took the memo leaves it: no call (its return, under
 	 * this machine's return thunks, is not free) */
-	if (w.proc && !w.st->tail_taken)
+	if (w.proc && !w.st->tail_taken && w.tm->trail_n >= 2)
 		tail_save(w.tm, w.st, pid);
 	if (w.py)
 		python_tail(w.st, w.py, w.pyc);

@@ -15,10 +15,11 @@
  * they read, the rest of the walk is the memo's frames: exactly those a
  * walk would take, or the memo is not used.
  *
- * The walk notes its row steps in a ring (trail); a walk that ended at the
- * outermost frame's row (BPFS_CFA_END) with nothing flagged leaves its
- * last steps, up to TRAIL_LEN, as the memo, from the first whose frame is
- * not the innermost (whose registers change at every sample). The steps
+ * The walk notes its row steps in a ring (trail); a walk that ended at its
+ * outermost frame (a row that says so, or a frame pointer of 0) with
+ * nothing flagged leaves its last steps, up to TRAIL_LEN, as the memo,
+ * from the first whose frame is not the innermost (whose registers change
+ * at every sample). The steps
  * must follow each other: a frame-pointer step, or one where CPython's
  * frames went in, between them breaks the chain (the frame count tells).
  */
@@ -111,7 +112,6 @@ static __always_inline void trail_start(struct tail_state *tm, __u32 kind)
 	if (!tm)
 		return;
 	e = trail_cur(tm);
-
 	e->kind = kind;
 	e->ra_addr = 0;
 	e->rbp_addr = 0;
