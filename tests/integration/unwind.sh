@@ -64,7 +64,9 @@ share_at_least "dllate: late_spin samples walked main -> run_late -> the library
 # path_b (1/4): only the return address in outer's frame tells them apart.
 # A memo used without that word checked gave every sample to one path
 # (path_b 0 of 3019); one never used would leave the shares right, so the
-# summary must show it used as well.
+# summary must show it used as well: ~0.5 of the samples, whatever the
+# host's load, as only the command's samples are walked (the filter comes
+# first) and so only its walks replace a CPU's memo.
 profile "$TMP/tail.folded" -F 999 -- "$W/tailswap" 3 || fail "tailswap run" "$(cat "$TMP/tail.folded.err")"
 comm_lines "$TMP/tail.folded" tailswap >"$TMP/tail.only"
 n=$(total "$TMP/tail.only")
