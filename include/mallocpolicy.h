@@ -7,7 +7,7 @@
  * profiles) are mmap'd and unmapped when freed, and the heap's top is cut
  * past 128 KiB free. By default glibc raises the mmap threshold after each
  * such free (up to 32 MiB), and later large transients then stay as holes
- * in the heap. Called first thing by the CLI and the agent. */
+ * in the heap. Called first thing by main, for the CLI and the agent. */
 void mallocpolicy__return_large(void);
 
 #endif

@@ -24,7 +24,6 @@
 #include "fold.h"
 #include "hashmap.h"
 #include "log.h"
-#include "mallocpolicy.h"
 #include "metrics.h"
 #include "namepack.h"
 #include "offcpu.h"
@@ -807,14 +806,13 @@ static void agent__reload(struct agent *a)
 	       a->live.metrics_file ? a->live.metrics_file : "off");
 }
 
-/* glibc's allocation policy for a process that lives for months: large
- * blocks back to the system when freed (mallocpolicy.h), two arenas, not
- * one per thread. Beside a build (docs/benchmarks.md, "The agent under
- * process churn") this took the RSS after the warm-up from 35.0-44.0 MB
- * to 28.2-37.5 MB, at the same CPU. */
+/* glibc's allocation policy for a process that lives for months, on top
+ * of main's (large blocks back to the system when freed, mallocpolicy.h):
+ * two arenas, not one per thread. Both beside a build (docs/benchmarks.md,
+ * "The agent under process churn") took the RSS after the warm-up from
+ * 35.0-44.0 MB to 28.2-37.5 MB, at the same CPU. */
 static void malloc_policy(void)
 {
-	mallocpolicy__return_large();
 	mallopt(M_ARENA_MAX, 2);
 	/* and the symbol names of large files and of the kernel compressed:
 	 * a compiler's three tables 6.9 -> 2.9 MB (namepack.h) */
