@@ -213,7 +213,7 @@ static int keep_entries(const struct loader *ld, size_t k, struct namepack_build
 
 /* The kept entries made in place, over the loader's (16 bytes each
  * where those are 24), and taken by ks. */
-static int take_entries(struct loader *ld, size_t k, struct ksyms *ks)
+static void take_entries(struct loader *ld, size_t k, struct ksyms *ks)
 {
 	char *base = (char *)ld->ents;
 
@@ -232,7 +232,6 @@ static int take_entries(struct loader *ld, size_t k, struct ksyms *ks)
 		ks->syms = (struct kent *)base; /* as it was: right, only larger */
 	ks->nr = k;
 	ld->ents = NULL;
-	return 0;
 }
 
 /* The kept entries, with their names in ks's sets: the loader's arena
@@ -247,7 +246,8 @@ static int finish(struct loader *ld, struct ksyms *ks)
 
 	if (ld->arena && !namepack__adopt(ld->arena, ld->arena_len, &ks->names)) {
 		ld->arena = NULL; /* the set's now; module names are refs in it too */
-		return take_entries(ld, k, ks);
+		take_entries(ld, k, ks);
+		return 0;
 	}
 	ks->syms = malloc((k ? k : 1) * sizeof(*ks->syms));
 	if (!ks->syms || namepack__begin(&names, ld->arena_len))

@@ -3,6 +3,7 @@
  * search, name sets. */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -196,6 +197,49 @@ static struct namepack *make_set(unsigned int n, unsigned int salt, uint32_t *re
 	return namepack__finish(&b, &np) ? NULL : np;
 }
 
+/* A buffer of names laid out as namepack__add lays them out becomes a
+ * plain set: each name at its offset, the buffer cut to the names. */
+static void test_namepack_adopt(void)
+{
+	static const char names[] = "main\0\0libc_start\0";
+	size_t len = sizeof(names) - 1;
+	char *buf = malloc(64);
+	struct namepack *np = NULL;
+
+	CHECK(buf, "memory");
+	if (!buf)
+		return;
+	memcpy(buf, names, len);
+	CHECK(namepack__adopt(buf, len, &np) == 0 && np, "a buffer adopted");
+	if (!np)
+		return;
+	CHECK(!strcmp(namepack__get(np, 0), "main") && !*namepack__get(np, 5) &&
+		      !strcmp(namepack__get(np, 6), "libc_start"),
+	      "each name at its offset");
+	CHECK(namepack__get(np, (uint32_t)len) == NULL, "a ref past the names: NULL");
+	/* the set's memory starts at ref 0: the 64-byte buffer, cut */
+	CHECK(malloc_usable_size((void *)namepack__get(np, 0)) < 64,
+	      "the buffer cut to the names: %zu usable bytes",
+	      malloc_usable_size((void *)namepack__get(np, 0)));
+	{
+		/* the same names added one by one: a set cut to size */
+		struct namepack_build b;
+		struct namepack *added = NULL;
+		uint32_t r;
+
+		CHECK(namepack__begin(&b, len) == 0 && namepack__add(&b, "main", 4, &r) == 0 &&
+			      namepack__add(&b, "", 0, &r) == 0 &&
+			      namepack__add(&b, "libc_start", 10, &r) == 0 &&
+			      namepack__finish(&b, &added) == 0,
+		      "the same set added");
+		CHECK(added && namepack__bytes(np) == namepack__bytes(added),
+		      "counted as the same set added one by one: %zu bytes, %zu",
+		      namepack__bytes(np), namepack__bytes(added));
+		namepack__free(added);
+	}
+	namepack__free(np);
+}
+
 /* Every name read back as added, in an order that leaves the per-thread
  * cache of decompressed blocks again and again; a set freed and another
  * made at once never reads the first one's blocks. */
@@ -229,6 +273,16 @@ static void test_namepack(void)
 	CHECK(namepack__bytes(np) * 3 < (size_t)N * 40, "compressed: %zu bytes for %u names",
 	      namepack__bytes(np), N);
 	CHECK(namepack__get(np, UINT32_MAX) == NULL, "a ref past the names: NULL");
+	{
+		/* a set that large is compressed: not adopted, still the caller's */
+		char *big = calloc(1, NAMEPACK_PLAIN_MAX);
+		struct namepack *taken = NULL;
+
+		CHECK(big && namepack__adopt(big, NAMEPACK_PLAIN_MAX, &taken) == -EOPNOTSUPP &&
+			      !taken,
+		      "a large buffer is not adopted once sets are compressed");
+		free(big);
+	}
 	namepack__get(np, refs[5]);
 	namepack__free(np);
 	np = make_set(N, 2, refs2);
@@ -258,6 +312,7 @@ int main(void)
 	RUN(test_hashmap_delete);
 	RUN(test_vec_and_bsearch);
 	RUN(test_atomicfile);
+	RUN(test_namepack_adopt);
 	RUN(test_namepack);
 	UNIT_EXIT();
 }
