@@ -6,8 +6,9 @@
  * A thread's outermost frames (_start, __libc_start_main, main's caller)
  * are the same sample after sample, and where they are in code without
  * frame pointers each costs a mapping check, a row from the row cache and
- * its window words: on a one-thread loop built with frame pointers those
- * three rows were a quarter of the sample's BPF time. A step of the table
+ * its window words (taking them from the memo: 0.88x the BPF time per
+ * sample on python3.11, ~0.95x on a loop built with frame pointers,
+ * docs/benchmarks.md). A step of the table
  * walk is a function of the frame's registers (pc, sp, bp), the tables
  * (unwind_procs_epoch) and the words it reads from the stack (the return
  * address, the saved rbp). So when a walk reaches the registers the memo
@@ -19,9 +20,9 @@
  * outermost frame (a row that says so, or a frame pointer of 0) with
  * nothing flagged leaves its last steps, up to TRAIL_LEN, as the memo,
  * from the first whose frame is not the innermost (whose registers change
- * at every sample). The steps
- * must follow each other: a frame-pointer step, or one where CPython's
- * frames went in, between them breaks the chain (the frame count tells).
+ * at every sample). The steps must follow each other: a frame-pointer
+ * step, or one where CPython's frames went in, between them breaks the
+ * chain (the frame count tells).
  */
 #ifndef BPFSAMPLER_TAILMEMO_BPF_H
 #define BPFSAMPLER_TAILMEMO_BPF_H
@@ -31,7 +32,7 @@
 
 enum trail_kind {
 	TRAIL_STEP = 1, /* a frame taken through its row */
-	TRAIL_END,	/* the row said the frame is the outermost */
+	TRAIL_END,	/* the frame is the outermost (its row, or rbp 0) */
 };
 
 struct trail_ent {
@@ -117,6 +118,20 @@ static __always_inline void trail_start(struct tail_state *tm, __u32 kind)
 	e->rbp_addr = 0;
 }
 
+/* Where the step under way read the caller's rbp, and its return
+ * address. */
+static __always_inline void trail_rbp_at(struct tail_state *tm, __u64 addr)
+{
+	if (tm)
+		trail_cur(tm)->rbp_addr = addr;
+}
+
+static __always_inline void trail_ra_at(struct tail_state *tm, __u64 addr)
+{
+	if (tm)
+		trail_cur(tm)->ra_addr = addr;
+}
+
 /* The step took its frame (or found the outermost, TRAIL_END): noted
  * with its registers, when it went through a row. */
 static __always_inline void trail_commit(struct tail_state *tm, const struct ustack *st,
@@ -193,7 +208,7 @@ __noinline int tail_take(struct ustack *st, struct uwin *win, const struct tail_
 	nr = st->nr;
 	n = mm->nframes;
 	if (!n || n > TRAIL_LEN || nr + n > st->limit || nr + n > max_depth ||
-	    nr + n > BPFS_MAX_USER_DEPTH || mm->span > UWIN_WORDS)
+	    nr + n > BPFS_MAX_USER_DEPTH)
 		return 0;
 	off = tail_window(st, win, mm);
 	if (off < 0)

@@ -437,11 +437,11 @@ static __always_inline long unwind_step(struct walk *w, enum urd rd)
 			if (i < 0)
 				return 1;
 			nbp = unwind_win(w, i);
-			if (rd == URD_IRQ && w->tm)
-				trail_cur(w->tm)->rbp_addr = cfa + (__s64)r->rbp_off * 8;
+			if (rd == URD_IRQ)
+				trail_rbp_at(w->tm, cfa + (__s64)r->rbp_off * 8);
 		}
-		if (rd == URD_IRQ && w->tm)
-			trail_cur(w->tm)->ra_addr = cfa - 8;
+		if (rd == URD_IRQ)
+			trail_ra_at(w->tm, cfa - 8);
 		i = unwind_slot(w, cfa - 8, 1, rd);
 		if (i < 0)
 			return 1;
